@@ -1,0 +1,131 @@
+package shm
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	futexWait = 0
+	futexWake = 1
+
+	sysFutexWaitv = 449 // x86-64 and arm64 (Linux 5.16+)
+	futex2U32     = 0x02
+	// MaxWaitMany is the most words one WaitMany call covers (a kernel limit).
+	MaxWaitMany = 128
+)
+
+// ErrTimeout is returned by waits that reached their timeout.
+var ErrTimeout = errors.New("timed out")
+
+// Wait blocks while *w == val, until a Wake on the word, a timeout
+// (negative: none) or a spurious wake-up. Callers re-check their condition.
+// It returns ErrTimeout on timeout and nil otherwise.
+func Wait(w *atomic.Uint32, val uint32, timeout time.Duration) error {
+	var tsp unsafe.Pointer
+	var ts unix.Timespec
+	if timeout >= 0 {
+		ts = unix.NsecToTimespec(int64(timeout))
+		tsp = unsafe.Pointer(&ts)
+	}
+	_, _, e := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWait, uintptr(val), uintptr(tsp), 0, 0)
+	if e == unix.ETIMEDOUT {
+		return ErrTimeout
+	}
+	return nil
+}
+
+// Wake wakes up to n waiters blocked on w (in any process).
+func Wake(w *atomic.Uint32, n int) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWake, uintptr(n), 0, 0, 0)
+}
+
+// WakeAll wakes every waiter blocked on w.
+func WakeAll(w *atomic.Uint32) { Wake(w, 1<<31-1) }
+
+type futexWaitv struct {
+	val   uint64
+	uaddr uint64
+	flags uint32
+	_     uint32
+}
+
+// Waiter is one word and the value it was seen with, for WaitMany.
+type Waiter struct {
+	Word *atomic.Uint32
+	Val  uint32
+}
+
+var waitvUnsupported atomic.Bool
+
+// WaitMany blocks until any of the words differs from its value (checked
+// atomically by the kernel, so a wake between the caller's check and the
+// wait is not lost), a wake on one of them, or the timeout (negative: none).
+// It uses futex_waitv; on kernels without it, and for more than MaxWaitMany
+// words, it falls back to waiting on the first word with short timeouts and
+// polling the rest, which is correct but slower. It returns ErrTimeout on
+// timeout, nil otherwise (callers re-check every condition).
+func WaitMany(ws []Waiter, timeout time.Duration) error {
+	if len(ws) == 0 {
+		if timeout < 0 {
+			return errors.New("waiting on nothing forever")
+		}
+		time.Sleep(timeout)
+		return ErrTimeout
+	}
+	if len(ws) == 1 {
+		return Wait(ws[0].Word, ws[0].Val, timeout)
+	}
+	if len(ws) <= MaxWaitMany && !waitvUnsupported.Load() {
+		var arr [MaxWaitMany]futexWaitv
+		for i, w := range ws {
+			arr[i] = futexWaitv{val: uint64(w.Val), uaddr: uint64(uintptr(unsafe.Pointer(w.Word))), flags: futex2U32}
+		}
+		var tsp unsafe.Pointer
+		var ts unix.Timespec
+		if timeout >= 0 {
+			// futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
+			var now unix.Timespec
+			unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+			ts = unix.NsecToTimespec(now.Nano() + int64(timeout))
+			tsp = unsafe.Pointer(&ts)
+		}
+		_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(len(ws)), 0, uintptr(tsp), unix.CLOCK_MONOTONIC, 0)
+		switch e {
+		case unix.ETIMEDOUT:
+			return ErrTimeout
+		case unix.ENOSYS:
+			waitvUnsupported.Store(true)
+		default:
+			return nil
+		}
+	}
+	return pollMany(ws, timeout)
+}
+
+func pollMany(ws []Waiter, timeout time.Duration) error {
+	const slice = 2 * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, w := range ws {
+			if w.Word.Load() != w.Val {
+				return nil
+			}
+		}
+		d := slice
+		if timeout >= 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return ErrTimeout
+			}
+			d = min(d, left)
+		}
+		if Wait(ws[0].Word, ws[0].Val, d) == nil {
+			return nil
+		}
+	}
+}

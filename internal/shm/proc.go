@@ -1,0 +1,73 @@
+package shm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Owner identifies a process across pid reuse: its pid and its start time in
+// clock ticks since boot (field 22 of /proc/<pid>/stat).
+type Owner struct {
+	Pid   uint32
+	Start uint64
+}
+
+func (o Owner) String() string { return fmt.Sprintf("pid %d (start %d)", o.Pid, o.Start) }
+
+var self = sync.OnceValue(func() Owner {
+	pid := uint32(os.Getpid())
+	st, _ := startTime(pid)
+	return Owner{Pid: pid, Start: st}
+})
+
+// Self is the calling process's identity.
+func Self() Owner { return self() }
+
+// startTime reads a process's start time, or returns ok=false when the
+// process does not exist (or is a zombie: it holds nothing any more).
+func startTime(pid uint32) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may contain spaces and parentheses: the
+	// fields we want follow the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	// f[0] is field 3 (state); field 22 is f[19].
+	if len(f) < 20 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return 0, false
+	}
+	st, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return st, true
+}
+
+// Alive reports whether the process o still runs. Start 0 means "unknown":
+// then only the pid is checked.
+func Alive(o Owner) bool {
+	if o.Pid == 0 {
+		return false
+	}
+	if o.Pid == self().Pid {
+		return o.Start == 0 || o.Start == self().Start
+	}
+	if err := unix.Kill(int(o.Pid), 0); err == unix.ESRCH {
+		return false
+	}
+	st, ok := startTime(o.Pid)
+	if !ok {
+		return false
+	}
+	return o.Start == 0 || st == o.Start
+}

@@ -1,0 +1,131 @@
+// Package testutil holds what the project's tests share: the leak check
+// every TestMain runs, child-process helpers, and skip rules for missing
+// hardware. It is imported only by tests.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Prefix is the shared-memory prefix of this test process and its children:
+// every test run gets its own, so runs never see each other's topics, and
+// the leak check knows exactly which segments are the run's own.
+func Prefix() string {
+	if p := os.Getenv("RGAPS_SHM_PREFIX"); strings.HasPrefix(p, "rgt") {
+		return p
+	}
+	return fmt.Sprintf("rgt%d", os.Getpid())
+}
+
+// Main runs the tests of a package and fails the run when they leaked
+// goroutines, file descriptors or shared-memory segments. Child processes
+// (re-executions of the test binary) skip the check: their parent checks.
+func Main(m *testing.M) {
+	os.Setenv("RGAPS_SHM_PREFIX", Prefix())
+	if os.Getenv(ChildEnv) != "" {
+		os.Exit(runChild())
+	}
+	fds := listFDs()
+	gor := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		if err := checkLeaks(fds, gor); err != nil {
+			fmt.Fprintln(os.Stderr, "leak check:", err)
+			code = 1
+		}
+	}
+	removeSegments()
+	os.Exit(code)
+}
+
+// listFDs maps each open descriptor to what it refers to.
+func listFDs() map[string]string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	out := map[string]string{}
+	for _, e := range ents {
+		l, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err == nil { // the directory's own descriptor is gone by now
+			out[e.Name()] = l
+		}
+	}
+	return out
+}
+
+// runtimeFD tells descriptors the Go runtime opens lazily (the network
+// poller, cgroup CPU limits) from the project's own.
+func runtimeFD(target string) bool {
+	return strings.HasPrefix(target, "anon_inode:[event") || strings.HasPrefix(target, "/sys/fs/cgroup/") || target == "/dev/null"
+}
+
+func segments() []string {
+	ents, _ := os.ReadDir("/dev/shm")
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), Prefix()+"_") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// graph segments are per domain and deliberately persistent (nodes of other
+// processes may come at any time); they hold no payload.
+func removeSegments() {
+	for _, s := range segments() {
+		os.Remove("/dev/shm/" + s)
+	}
+}
+
+func checkLeaks(fds map[string]string, gor int) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var problems []string
+		if n := runtime.NumGoroutine(); n > gor {
+			buf := make([]byte, 1<<16)
+			buf = buf[:runtime.Stack(buf, true)]
+			problems = append(problems, fmt.Sprintf("%d goroutines left, %d at start:\n%s", n, gor, buf))
+		}
+		var leaked []string
+		for fd, target := range listFDs() {
+			if fds[fd] != target && !runtimeFD(target) {
+				leaked = append(leaked, fd+" -> "+target)
+			}
+		}
+		if len(leaked) > 0 {
+			problems = append(problems, fmt.Sprintf("file descriptors left open: %v", leaked))
+		}
+		var segs []string
+		for _, s := range segments() {
+			if !strings.HasSuffix(s, "_graph") {
+				segs = append(segs, s)
+			}
+		}
+		if len(segs) > 0 {
+			problems = append(problems, fmt.Sprintf("shared-memory segments left: %v", segs))
+		}
+		if len(problems) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s", strings.Join(problems, "; "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Eventually polls cond until it holds or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

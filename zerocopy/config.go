@@ -1,0 +1,154 @@
+package zerocopy
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Config is what a process decides about the topics it opens. The first
+// process to open a topic fixes the topic's sizes (PoolSize, QueueCap,
+// HeldCap, MaxEndpoints, MaxSamples); later ones use what exists.
+type Config struct {
+	// Domain is the ROS domain id: it is part of every shared-memory name,
+	// so domains never see each other.
+	Domain uint32
+	// Prefix starts every shared-memory name (default "rgaps", or the
+	// RGAPS_SHM_PREFIX environment variable). Tests use their own.
+	Prefix string
+	// Perm is the permission of created segments (default 0600); 0660 with
+	// Group >= 0 gives a group access.
+	Perm os.FileMode
+	// Group is the group id given to created segments; -1 keeps the default.
+	Group int
+
+	// PoolSize is the payload pool of a new topic in bytes (default 256 MiB,
+	// or RGAPS_POOL_SIZE). It is reserved in /dev/shm when the topic is
+	// created.
+	PoolSize uint64
+	// QueueCap bounds any subscription's queue and any publisher's
+	// transient-local history (a power of two, default 1024).
+	QueueCap uint32
+	// HeldCap bounds the samples one endpoint may hold at once: loans not yet
+	// published, or taken samples not yet returned (default 256).
+	HeldCap uint32
+	// MaxEndpoints bounds publishers plus subscriptions of a topic on this
+	// host (default 64).
+	MaxEndpoints uint32
+	// MaxSamples bounds the samples alive at once in a topic (default 4096).
+	MaxSamples uint32
+
+	// BlockTimeout is how long a RELIABLE publisher waits for room (a full
+	// pool or a full KEEP_ALL queue of a reliable subscription) before it
+	// returns ErrPoolExhausted or ErrQueueFull (default 1 s).
+	BlockTimeout time.Duration
+	// BusyPoll, when positive, makes waits spin for up to this long before
+	// sleeping in the kernel: lowest latency for a core's worth of CPU.
+	// Default 0, or RGAPS_BUSY_POLL (a duration such as "50us").
+	BusyPoll time.Duration
+	// JanitorPeriod is how often a process checks the owners of the
+	// endpoints of its open topics, reclaiming those of dead processes and
+	// updating deadline and liveliness status (default 100 ms).
+	JanitorPeriod time.Duration
+
+	// Logger receives the engine's few log lines (path in use at start,
+	// reclaimed endpoints). nil means silent.
+	Logger *slog.Logger
+}
+
+const (
+	defaultPoolSize = 256 << 20
+	defaultGranule  = 64
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Prefix == "" {
+		c.Prefix = os.Getenv("RGAPS_SHM_PREFIX")
+		if c.Prefix == "" {
+			c.Prefix = "rgaps"
+		}
+	}
+	for _, r := range c.Prefix {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') || len(c.Prefix) > 32 {
+			return c, fmt.Errorf("%w: shared-memory prefix %q must be at most 32 of [A-Za-z0-9_-]", ErrInvalid, c.Prefix)
+		}
+	}
+	if c.Perm == 0 {
+		c.Perm = 0o600
+	}
+	if c.Group == 0 {
+		c.Group = -1
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = defaultPoolSize
+		if v := os.Getenv("RGAPS_POOL_SIZE"); v != "" {
+			n, err := parseSize(v)
+			if err != nil {
+				return c, fmt.Errorf("%w: RGAPS_POOL_SIZE: %v", ErrInvalid, err)
+			}
+			c.PoolSize = n
+		}
+	}
+	if c.QueueCap == 0 {
+		c.QueueCap = 1024
+	}
+	if c.QueueCap&(c.QueueCap-1) != 0 || c.QueueCap > 1<<20 {
+		return c, fmt.Errorf("%w: queue capacity %d must be a power of two up to 2^20", ErrInvalid, c.QueueCap)
+	}
+	if c.HeldCap == 0 {
+		c.HeldCap = 256
+	}
+	if c.MaxEndpoints == 0 {
+		c.MaxEndpoints = 64
+	}
+	if c.MaxSamples == 0 {
+		c.MaxSamples = 4096
+	}
+	if c.HeldCap > 1<<16 || c.MaxEndpoints > 1<<12 || c.MaxSamples > 1<<24 {
+		return c, fmt.Errorf("%w: held capacity, endpoints or samples too large", ErrInvalid)
+	}
+	if c.PoolSize < 4096 || c.PoolSize > 1<<40 {
+		return c, fmt.Errorf("%w: pool size %d outside [4 KiB, 1 TiB]", ErrInvalid, c.PoolSize)
+	}
+	if c.BlockTimeout == 0 {
+		c.BlockTimeout = time.Second
+	}
+	if c.BusyPoll == 0 {
+		if v := os.Getenv("RGAPS_BUSY_POLL"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return c, fmt.Errorf("%w: RGAPS_BUSY_POLL: %v", ErrInvalid, err)
+			}
+			c.BusyPoll = d
+		}
+	}
+	if c.JanitorPeriod == 0 {
+		c.JanitorPeriod = 100 * time.Millisecond
+	}
+	return c, nil
+}
+
+// parseSize reads "256M", "1G", "4096", "64KiB" and the like.
+func parseSize(s string) (uint64, error) {
+	mult := uint64(1)
+	num := s
+	for _, u := range []struct {
+		suf string
+		m   uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if len(s) > len(u.suf) && s[len(s)-len(u.suf):] == u.suf {
+			mult, num = u.m, s[:len(s)-len(u.suf)]
+			break
+		}
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+// ParseSize reads a byte size such as "64M", "1GiB" or "4096".
+func ParseSize(s string) (uint64, error) { return parseSize(s) }

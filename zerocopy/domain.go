@@ -1,0 +1,210 @@
+package zerocopy
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+)
+
+// Domain is one process's handle on a ROS domain on this host: the topics
+// it has open, the domain's graph segment, and the janitor that reclaims
+// what dead processes left behind. Its methods are safe for concurrent use.
+//
+// Lock order (docs/ARCHITECTURE.md): Domain.mu → Topic.mu → endpoint.mu →
+// topic lock (shared memory) ; graph lock (shared memory) is taken alone.
+type Domain struct {
+	cfg    Config
+	graph  *graph
+	closed atomic.Bool
+
+	// mu guards topics and the word pool.
+	mu     sync.Mutex
+	topics map[string]*Topic
+	words  []*atomic.Uint32 // free local futex words
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open joins the domain cfg.Domain on this host. Nothing is started that
+// other processes depend on: a domain is daemonless for host topics.
+func Open(cfg Config) (*Domain, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := &Domain{cfg: cfg, topics: map[string]*Topic{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if d.graph, err = openGraph(cfg); err != nil {
+		return nil, err
+	}
+	go d.janitor()
+	return d, nil
+}
+
+// Config is the configuration in force (defaults filled in).
+func (d *Domain) Config() Config { return d.cfg }
+
+// Close stops the janitor and unmaps everything. Endpoints must be closed
+// first; Close returns an error naming the topics still in use.
+func (d *Domain) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	close(d.stop)
+	<-d.done
+	d.mu.Lock()
+	var open []string
+	for name, t := range d.topics {
+		open = append(open, name)
+		t.seg.Close()
+	}
+	d.topics = nil
+	d.mu.Unlock()
+	d.graph.close()
+	if len(open) > 0 {
+		return fmt.Errorf("domain closed with endpoints still open on %v", open)
+	}
+	return nil
+}
+
+func (d *Domain) acquireTopic(name, typ string) (*Topic, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.topics == nil {
+		return nil, ErrClosed
+	}
+	if t, ok := d.topics[name]; ok {
+		if t.typ != typ {
+			return nil, fmt.Errorf("topic %s: %w: it has type %q, not %q", name, ErrTypeMismatch, t.typ, typ)
+		}
+		t.refs++
+		return t, nil
+	}
+	t, err := openTopic(d, name, typ)
+	if err != nil {
+		return nil, err
+	}
+	t.refs = 1
+	d.topics[name] = t
+	return t, nil
+}
+
+// releaseTopic drops a local reference; the last one unmaps the topic, and
+// removes its name from /dev/shm when no endpoint of any process is left.
+func (d *Domain) releaseTopic(t *Topic) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t.refs--
+	if t.refs > 0 {
+		return
+	}
+	delete(d.topics, t.name)
+	t.removeIfUnused()
+	t.seg.Close()
+}
+
+// removeIfUnused unlinks the segment when no slot is active. Openers check
+// the state under the lock after mapping, so none can start using a segment
+// that is being removed (see openTopic).
+func (t *Topic) removeIfUnused() {
+	if t.lock() != nil {
+		return
+	}
+	defer t.unlock()
+	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+		if slotState(t.u32(t.slotOff(s)+eState).Load()) == slotActive {
+			return
+		}
+	}
+	t.state.Store(uint32(topicRemoved))
+	shm.Unlink(t.seg.Name())
+	t.d.graphChanged()
+}
+
+// word hands out a process-local futex word.
+func (d *Domain) word() *atomic.Uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.words) == 0 {
+		ws, err := shm.LocalWords(1024)
+		if err != nil {
+			// Out of address space: fall back to the Go heap; futexes on
+			// private memory work the same within one process.
+			return new(atomic.Uint32)
+		}
+		d.words = ws
+	}
+	w := d.words[len(d.words)-1]
+	d.words = d.words[:len(d.words)-1]
+	return w
+}
+
+func (d *Domain) putWord(w *atomic.Uint32) {
+	d.mu.Lock()
+	d.words = append(d.words, w)
+	d.mu.Unlock()
+}
+
+func (d *Domain) graphChanged() { d.graph.changed() }
+
+// GraphWord is a futex word that changes whenever a node or endpoint of the
+// domain appears or goes (the rmw graph guard condition waits on it).
+func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.gen }
+
+// janitor reclaims endpoints of dead processes on the topics this process
+// has open, dead nodes in the graph, and drives deadline status.
+func (d *Domain) janitor() {
+	defer close(d.done)
+	tick := time.NewTicker(d.cfg.JanitorPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-tick.C:
+		}
+		for _, t := range d.holdTopics() {
+			t.reclaimDead()
+			t.mu.Lock()
+			eps := make([]endpointLocal, 0, len(t.endpoints))
+			for _, e := range t.endpoints {
+				eps = append(eps, e)
+			}
+			t.mu.Unlock()
+			for _, e := range eps {
+				e.tick()
+			}
+			d.releaseTopic(t)
+		}
+		d.graph.reclaimDead()
+	}
+}
+
+// Reclaim runs one reclamation pass now over the topics this process has
+// open (the janitor does it every JanitorPeriod) and returns how many
+// endpoints of dead processes it freed.
+func (d *Domain) Reclaim() int {
+	n := 0
+	for _, t := range d.holdTopics() {
+		k, _ := t.reclaimDead()
+		n += k
+		d.releaseTopic(t)
+	}
+	return n
+}
+
+// holdTopics returns the open topics, each with a reference the caller
+// must release, so that none is unmapped while the caller works on it.
+func (d *Domain) holdTopics() []*Topic {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	topics := make([]*Topic, 0, len(d.topics))
+	for _, t := range d.topics {
+		t.refs++
+		topics = append(topics, t)
+	}
+	return topics
+}

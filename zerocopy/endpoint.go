@@ -1,0 +1,354 @@
+package zerocopy
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// GID identifies an endpoint on every host (rmw_gid_t's 16 bytes).
+type GID [16]byte
+
+func (g GID) String() string { return hex.EncodeToString(g[:]) }
+
+var gidCounter atomic.Uint64
+
+func newGID() GID {
+	var g GID
+	me := shm.Self()
+	binary.LittleEndian.PutUint32(g[0:], me.Pid)
+	binary.LittleEndian.PutUint32(g[4:], uint32(me.Start))
+	binary.LittleEndian.PutUint64(g[8:], gidCounter.Add(1)|uint64(time.Now().UnixNano())<<24)
+	return g
+}
+
+// NewGID returns a fresh identifier unique on this host (nodes use it too).
+func NewGID() GID { return newGID() }
+
+// EndpointSpec describes a publisher or subscription to create.
+type EndpointSpec struct {
+	Topic string // fully qualified ROS topic name, e.g. "/camera/image"
+	Type  string // message type, e.g. "sensor_msgs/msg/Image"
+	Node  string // fully qualified name of the owning node, for the graph
+	QoS   qos.Profile
+}
+
+// endpoint is what publishers and subscriptions share.
+type endpoint struct {
+	t      *Topic
+	slot   uint32
+	kind   Kind
+	gid    GID
+	qos    qos.Profile
+	closed atomic.Bool
+	event  *atomic.Uint32 // local word bumped when a status changes
+
+	// mu guards the match cache and the status counters.
+	mu       sync.Mutex
+	matchGen uint32
+	peers    map[GID]peerInfo // matched endpoints of the other kind
+	incompat map[GID]bool     // endpoints of the other kind that do not match
+	deadSeen uint32           // topic's dead-peer counter when last read
+	st       Status
+	lastData time.Time // deadline reference: last publish / take
+}
+
+type peerInfo struct {
+	slot     uint32
+	blocking bool // a reliable KEEP_ALL subscription of a reliable publisher
+}
+
+// Status is an endpoint's view of QoS events, as rmw reports them. Counts are
+// totals since creation; the *Change fields count what happened since the
+// previous TakeStatus.
+type Status struct {
+	Matched, MatchedChange         int // current matched peers
+	MatchedTotal, MatchedTotalChg  int
+	DeadlineMissed, DeadlineChange int
+	IncompatibleQoS, IncompatChg   int
+	LastIncompatiblePolicy         qos.Policy
+	AliveCount, AliveChange        int // subscriptions: matched publishers alive
+	NotAliveCount, NotAliveChange  int // subscriptions: publishers lost to process death
+	Lost, LostChange               int // subscriptions: samples lost; publishers: samples dropped
+}
+
+func (k Kind) other() Kind {
+	if k == KindPublisher {
+		return KindSubscription
+	}
+	return KindPublisher
+}
+
+// createEndpoint claims a slot in the topic for the calling process.
+func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error) {
+	if d.closed.Load() {
+		return nil, ErrClosed
+	}
+	q := spec.QoS.Resolve()
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if len(spec.Node) >= nameMax {
+		return nil, fmt.Errorf("%w: node name %q too long", ErrInvalid, spec.Node)
+	}
+	t, err := d.acquireTopic(spec.Topic, spec.Type)
+	if err != nil {
+		return nil, err
+	}
+	capacity := t.lay.queueCap
+	if q.History == qos.HistoryKeepLast {
+		if q.Depth > t.lay.queueCap {
+			d.releaseTopic(t)
+			return nil, fmt.Errorf("%w: history depth %d exceeds the queue capacity %d of topic %s", ErrInvalid, q.Depth, t.lay.queueCap, t.name)
+		}
+		capacity = q.Depth
+	}
+	if kind == KindPublisher && q.Durability != qos.DurabilityTransientLocal {
+		capacity = 0 // a volatile publisher keeps no history
+	}
+	if _, err := t.reclaimDead(); err != nil {
+		d.releaseTopic(t)
+		return nil, err
+	}
+	e := &endpoint{t: t, kind: kind, gid: newGID(), qos: q, event: d.word(), lastData: time.Now()}
+	if err := t.lock(); err != nil {
+		d.releaseTopic(t)
+		return nil, err
+	}
+	slot := uint32(0)
+	for ; slot < t.lay.maxEndpoints; slot++ {
+		if slotState(t.u32(t.slotOff(slot)+eState).Load()) == slotFree {
+			break
+		}
+	}
+	if slot == t.lay.maxEndpoints {
+		t.unlock()
+		d.releaseTopic(t)
+		return nil, fmt.Errorf("topic %s: %w (%d)", t.name, ErrTooManyEndpoints, t.lay.maxEndpoints)
+	}
+	e.slot = slot
+	so := t.slotOff(slot)
+	me := shm.Self()
+	clear(t.seg.Bytes(so, eRing)) // fixed fields; the ring and held entries are zero already
+	t.u32(so + eKind).Store(uint32(kind))
+	t.u32(so + ePid).Store(me.Pid)
+	t.u64(so + eStart).Store(me.Start)
+	copy(t.seg.Bytes(so+eGID, 16), e.gid[:])
+	q.Encode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
+	copy(t.seg.Bytes(so+eNode, nameMax-1), spec.Node)
+	t.u32(so + eCap).Store(capacity)
+	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
+		t.deliverHistory(slot, q)
+	}
+	// Publish the slot last: readers that scan without the lock see only
+	// complete slots.
+	t.u32(so + eState).Store(uint32(slotActive))
+	gen := t.generation.Add(1)
+	e.matchGen = gen - 1 // refresh on first use
+	t.unlock()
+	t.notifyChange()
+	t.mu.Lock()
+	t.endpoints[slot] = e
+	t.mu.Unlock()
+	return e, nil
+}
+
+// deliverHistory gives a late-joining transient-local subscription the
+// history of every matching transient-local publisher: at most its depth
+// samples per publisher, oldest first, skipping expired ones.
+// Must hold the topic lock.
+func (t *Topic) deliverHistory(slot uint32, sub qos.Profile) {
+	now := time.Now().UnixNano()
+	for ps := uint32(0); ps < t.lay.maxEndpoints; ps++ {
+		so := t.slotOff(ps)
+		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != KindPublisher {
+			continue
+		}
+		pq, err := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
+		if err != nil || pq.Durability != qos.DurabilityTransientLocal {
+			continue
+		}
+		if c, _ := qos.CheckCompatible(pq, sub); c == qos.Error {
+			continue
+		}
+		head, tail := t.u64(so+eHead).Load(), t.u64(so+eTail).Load()
+		if capacity := uint64(t.u32(t.slotOff(slot) + eCap).Load()); tail-head > capacity {
+			head = tail - capacity
+		}
+		for p := head; p < tail; p++ {
+			n := t.ringWord(ps, p).Load()
+			if exp := int64(t.u64(t.sampleOff(n) + sExpires).Load()); exp != 0 && exp <= now {
+				continue
+			}
+			t.pushRing(slot, n, true)
+		}
+	}
+}
+
+// refreshMatches recomputes the matched peers when the topic's endpoints
+// changed, and updates the match, incompatibility and liveliness counters.
+// Must hold e.mu; takes no topic lock (slots are read as published).
+func (e *endpoint) refreshMatches() {
+	t := e.t
+	gen := t.generation.Load()
+	if gen == e.matchGen {
+		return
+	}
+	e.matchGen = gen
+	peers := make(map[GID]peerInfo, len(e.peers))
+	other := e.kind.other()
+	changed := false
+	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+		so := t.slotOff(s)
+		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != other {
+			continue
+		}
+		var g GID
+		copy(g[:], t.seg.Bytes(so+eGID, 16))
+		pq, err := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
+		if err != nil {
+			continue
+		}
+		pub, sub := e.qos, pq
+		if e.kind == KindSubscription {
+			pub, sub = pq, e.qos
+		}
+		if pol := qos.FirstIncompatiblePolicy(pub, sub); pol != 0 {
+			if !e.incompat[g] {
+				if e.incompat == nil {
+					e.incompat = map[GID]bool{}
+				}
+				e.incompat[g] = true
+				e.st.IncompatibleQoS++
+				e.st.IncompatChg++
+				e.st.LastIncompatiblePolicy = pol
+				changed = true
+			}
+			continue
+		}
+		blocking := pub.Reliability == qos.ReliabilityReliable && sub.Reliability == qos.ReliabilityReliable && sub.History == qos.HistoryKeepAll
+		peers[g] = peerInfo{slot: s, blocking: blocking}
+		if _, ok := e.peers[g]; !ok {
+			e.st.MatchedTotal++
+			e.st.MatchedTotalChg++
+			changed = true
+		}
+	}
+	if len(peers) != len(e.peers) || changed {
+		changed = true
+		e.st.MatchedChange += len(peers) - e.st.Matched
+		e.st.Matched = len(peers)
+	}
+	if e.kind == KindSubscription {
+		dead := t.u32(hDeadPubs).Load()
+		if lostNow := int(dead - e.deadSeen); lostNow > 0 && len(peers) < len(e.peers) {
+			// Publishers that vanished while the topic's death counter moved
+			// died rather than closed: their liveliness was lost.
+			gone := min(lostNow, len(e.peers)-len(peers))
+			e.st.NotAliveCount += gone
+			e.st.NotAliveChange += gone
+			changed = true
+		}
+		e.deadSeen = dead
+		if len(peers) != e.st.AliveCount {
+			e.st.AliveChange += len(peers) - e.st.AliveCount
+			e.st.AliveCount = len(peers)
+		}
+	}
+	e.peers = peers
+	if changed {
+		e.bumpEvent()
+	}
+}
+
+func (e *endpoint) bumpEvent() {
+	e.event.Add(1)
+	shm.WakeAll(e.event)
+}
+
+// tick runs from the janitor: deadline accounting and match refresh.
+func (e *endpoint) tick() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refreshMatches()
+	e.checkDeadline(time.Now())
+}
+
+// checkDeadline counts one missed deadline per whole period without data.
+// Must hold e.mu.
+func (e *endpoint) checkDeadline(now time.Time) {
+	dl := e.qos.Deadline
+	if dl <= 0 {
+		return
+	}
+	if late := now.Sub(e.lastData); late >= dl {
+		n := int(late / dl)
+		e.st.DeadlineMissed += n
+		e.st.DeadlineChange += n
+		e.lastData = e.lastData.Add(time.Duration(n) * dl)
+		e.bumpEvent()
+	}
+}
+
+// TakeStatus returns the endpoint's status and resets its change counters.
+func (e *endpoint) TakeStatus() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refreshMatches()
+	e.checkDeadline(time.Now())
+	lost := int(e.t.u64(e.t.slotOff(e.slot) + eLost).Load())
+	e.st.LostChange += lost - e.st.Lost
+	e.st.Lost = lost
+	s := e.st
+	e.st.MatchedChange, e.st.MatchedTotalChg, e.st.DeadlineChange, e.st.IncompatChg = 0, 0, 0, 0
+	e.st.AliveChange, e.st.NotAliveChange, e.st.LostChange = 0, 0, 0
+	return s
+}
+
+// Matched is the number of endpoints of the other kind that match.
+func (e *endpoint) Matched() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refreshMatches()
+	return len(e.peers)
+}
+
+// GID is the endpoint's identifier.
+func (e *endpoint) GID() GID { return e.gid }
+
+// QoS is the QoS the endpoint actually uses.
+func (e *endpoint) QoS() qos.Profile { return e.qos }
+
+// Topic is the topic the endpoint is on.
+func (e *endpoint) Topic() *Topic { return e.t }
+
+// EventWord is a futex word that changes whenever the endpoint's status
+// changes (for wait sets).
+func (e *endpoint) eventWord() *atomic.Uint32 { return e.event }
+
+// close releases the slot, every sample it holds, and the topic.
+func (e *endpoint) close() error {
+	if !e.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	t := e.t
+	t.mu.Lock()
+	delete(t.endpoints, e.slot)
+	t.mu.Unlock()
+	err := t.lock()
+	if err == nil {
+		t.clearSlot(e.slot)
+		t.generation.Add(1)
+		t.unlock()
+		t.notifyChange()
+	}
+	t.d.putWord(e.event)
+	t.d.releaseTopic(t)
+	return err
+}

@@ -1,0 +1,37 @@
+package zerocopy
+
+import "errors"
+
+var (
+	// ErrInvalid reports a bad argument: a zero or negative size, a bad
+	// name, a QoS the engine cannot honour.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrCorrupt reports a shared-memory segment whose contents are not a
+	// valid topic: a bad magic or checksum, impossible sizes, or damage a
+	// repair could not undo.
+	ErrCorrupt = errors.New("corrupt shared-memory segment")
+	// ErrVersion reports a segment written by another layout version.
+	ErrVersion = errors.New("unsupported shared-memory layout version")
+	// ErrTypeMismatch reports a topic that exists with another message type.
+	ErrTypeMismatch = errors.New("topic exists with another type")
+	// ErrNoData is returned by a non-blocking take when nothing is queued.
+	ErrNoData = errors.New("no message available")
+	// ErrTimeout is returned by a wait that reached its timeout.
+	ErrTimeout = errors.New("timed out")
+	// ErrPoolExhausted reports that the topic's pool has no block of the
+	// size asked for (after waiting BlockTimeout for a RELIABLE publisher).
+	ErrPoolExhausted = errors.New("topic pool exhausted")
+	// ErrQueueFull reports that a reliable KEEP_ALL subscription's queue
+	// stayed full for BlockTimeout.
+	ErrQueueFull = errors.New("reliable subscription queue full")
+	// ErrTooLarge reports a loan larger than the topic's whole pool.
+	ErrTooLarge = errors.New("message larger than the topic pool")
+	// ErrTooManyLoans reports that an endpoint holds HeldCap samples already.
+	ErrTooManyLoans = errors.New("too many outstanding loans or taken samples")
+	// ErrTooManyEndpoints reports a topic with MaxEndpoints endpoints already.
+	ErrTooManyEndpoints = errors.New("too many endpoints on topic")
+	// ErrClosed is returned by every method of a closed object.
+	ErrClosed = errors.New("closed")
+	// ErrNotSupported reports a feature this build or machine lacks.
+	ErrNotSupported = errors.New("not supported")
+)

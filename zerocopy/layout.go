@@ -1,0 +1,170 @@
+package zerocopy
+
+// Shared-memory formats owned by this package. Every number here is part of
+// the on-disk (in-/dev/shm) format: changing one changes TopicVersion or
+// GraphVersion. docs/ARCHITECTURE.md reproduces these tables.
+//
+// Topic segment, version 1 ("<prefix>_d<domain>_t<topic with / as .>"):
+//
+//	[0, 4096)            header (static part covered by a CRC-32C, then dynamic words)
+//	[endpointsOff, ...)  maxEndpoints endpoint slots of endpointStride bytes
+//	[samplesOff, ...)    maxSamples sample records of sampleStride bytes
+//	[tlsfOff, ...)       TLSF allocator metadata (package tlsf, its own version)
+//	[poolOff, ...)       the payload pool (host pools only; a GPU pool's bytes live
+//	                     in device memory and poolOff is 0)
+//
+// Everything in the segment is an offset; no address is ever stored.
+const (
+	TopicVersion = 1
+	topicMagic   = "RGAPSTPC"
+	headerSize   = 4096
+
+	// static header (covered by the CRC, written once by the creator)
+	hMagic          = 0   // [8]byte
+	hVersion        = 8   // u32
+	hPoolKind       = 12  // u32 PoolKind
+	hTotalSize      = 16  // u64
+	hCRC            = 24  // u32 CRC-32C of [0, hStaticEnd) with this field zero
+	hMaxEndpoints   = 32  // u32
+	hQueueCap       = 36  // u32, power of two
+	hHeldCap        = 40  // u32
+	hMaxSamples     = 44  // u32
+	hEndpointsOff   = 48  // u64
+	hEndpointStride = 56  // u64
+	hSamplesOff     = 64  // u64
+	hTLSFOff        = 72  // u64
+	hTLSFSize       = 80  // u64
+	hPoolOff        = 88  // u64
+	hPoolSize       = 96  // u64
+	hGranule        = 104 // u64
+	hDomain         = 112 // u32
+	hTopic          = 120 // [256]byte, NUL padded
+	hType           = 376 // [256]byte, NUL padded
+	hStaticEnd      = 632
+
+	// dynamic header words (each group on its own cache line)
+	hLock         = 640 // shm.Lock (16 bytes)
+	hPubSeq       = 704 // u32 futex: +1 on every publish
+	hPubWaiters   = 708 // u32 blocked subscribers (publishers wake only if > 0)
+	hSpaceSeq     = 768 // u32 futex: +1 whenever a sample, queue slot or block frees
+	hSpaceWaiters = 772 // u32
+	hGeneration   = 832 // u32: +1 on every endpoint change (create, close, reclaim)
+	hState        = 836 // u32 topicState
+	hFreeSample   = 840 // u32 head of the free sample list (1-based, 0 = none)
+	hUsedSamples  = 844 // u32
+	hDrops        = 848 // u64 samples dropped by best-effort publishers (pool full)
+	hDeadPubs     = 856 // u32 publishers reclaimed after their process died
+	hDeadSubs     = 860 // u32 subscribers reclaimed after their process died
+	hRepairs      = 864 // u32 repairs run after a lock holder died
+
+	nameMax = 256
+)
+
+// Endpoint slot, endpointStride bytes each (512 + 4*queueCap + 4*heldCap,
+// rounded up to 64).
+const (
+	eState = 0   // u32 slotState
+	eKind  = 4   // u32 Kind
+	ePid   = 8   // u32 owner pid
+	eHeld  = 12  // u32 number of used entries in the held array
+	eStart = 16  // u64 owner start time
+	eGID   = 24  // [16]byte
+	eSeq   = 40  // u64 publisher: last sequence number assigned
+	eHead  = 48  // u64 ring read position (subscription queue, or publisher history)
+	eTail  = 56  // u64 ring write position; entries are ring[pos % queueCap]
+	eLost  = 64  // u64 subscription: samples lost to it; publisher: samples it dropped
+	eCap   = 72  // u32 effective ring capacity (depth) for this endpoint
+	eFlags = 76  // u32 endpointFlags
+	eQoS   = 80  // [48]byte qos.Profile encoding
+	eNode  = 128 // [256]byte fully qualified node name, NUL padded
+	eRing  = 512 // [queueCap]u32 sample numbers (1-based), then [heldCap]u32 held
+	// samples: loaned (publisher) or taken (subscription), 0 = empty entry.
+)
+
+// Sample record, sampleStride bytes each. Samples are numbered from 1 so that
+// 0 can mean "none" in rings, held arrays and the free list.
+const (
+	sampleStride = 96
+	sState       = 0  // u32 sampleState
+	sRefs        = 4  // u32 queue + history + held references
+	sBlock       = 8  // u32 TLSF block index
+	sNext        = 12 // u32 free-list link while free
+	sOffset      = 16 // u64 payload offset in the pool
+	sSize        = 24 // u64 payload size as published
+	sSeq         = 32 // u64 publication sequence number
+	sStamp       = 40 // i64 source timestamp, ns since the Unix epoch
+	sGID         = 48 // [16]byte publisher GID
+	sExpires     = 64 // i64 lifespan expiry in ns since the epoch (0 = never)
+	sPubSlot     = 72 // u32 publishing endpoint slot
+)
+
+type slotState uint32
+
+const (
+	slotFree slotState = iota
+	slotActive
+	// slotReclaiming: the owner died and a reclaimer has counted the death
+	// and is clearing the slot. A reclaimer that dies here leaves it for the
+	// next one, which finishes the clearing without counting again.
+	slotReclaiming
+)
+
+type sampleState uint32
+
+const (
+	sampleFree sampleState = iota
+	sampleLoaned
+	samplePublished
+)
+
+type topicState uint32
+
+const (
+	topicLive topicState = iota
+	// topicRemoved: the last endpoint left and the name was unlinked; a
+	// process that mapped it just before must open (or create) it again.
+	topicRemoved
+	// topicCorrupt: a repair after a holder's death found damage it could not
+	// undo. Every operation fails with ErrCorrupt; remove the topic.
+	topicCorrupt
+)
+
+// Kind tells publishers from subscriptions.
+type Kind uint32
+
+const (
+	KindPublisher    Kind = 1
+	KindSubscription Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindPublisher:
+		return "publisher"
+	case KindSubscription:
+		return "subscription"
+	}
+	return "unknown"
+}
+
+// PoolKind tells where a topic's payload bytes live.
+type PoolKind uint32
+
+const (
+	PoolHost   PoolKind = 0 // POSIX shared memory
+	PoolPinned PoolKind = 1 // POSIX shared memory page-locked for the GPU
+	PoolGPU    PoolKind = 2 // device memory owned by rgapsd
+)
+
+// Path is the data path an endpoint reports (DESIGN.md §8).
+func (p PoolKind) Path() string {
+	switch p {
+	case PoolGPU:
+		return "gpu-pool"
+	case PoolPinned:
+		return "host-shm-pinned"
+	}
+	return "host-shm"
+}
+
+func align(n, a uint64) uint64 { return (n + a - 1) &^ (a - 1) }

@@ -1,0 +1,352 @@
+package zerocopy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/tlsf"
+)
+
+// All functions in this file must be called with the topic lock held. They
+// keep one invariant that repair relies on: a sample's refs equals the number
+// of ring entries (subscription queues and publisher histories, between head
+// and tail) plus held entries that name it, and a sample with refs 0 is free.
+// Every change adds the new reference before it drops an old one, so a
+// process that dies between two steps leaves at worst an extra reference,
+// which repair recounts.
+
+// newSample allocates a block of size bytes and a sample record for it,
+// loaned to slot. It returns ErrPoolExhausted, ErrTooLarge or
+// ErrTooManyLoans.
+func (t *Topic) newSample(slot uint32, size uint64) (uint32, error) {
+	j, err := t.freeHeld(slot)
+	if err != nil {
+		return 0, err
+	}
+	head := t.u32(hFreeSample)
+	n := head.Load()
+	if n == 0 {
+		return 0, fmt.Errorf("%w: all %d sample records in use", ErrPoolExhausted, t.lay.maxSamples)
+	}
+	if n > t.lay.maxSamples {
+		return 0, fmt.Errorf("%w: free sample list names sample %d", ErrCorrupt, n)
+	}
+	b, err := t.alloc.Alloc(size, 0)
+	switch {
+	case errors.Is(err, tlsf.ErrTooLarge):
+		return 0, fmt.Errorf("%w: %d bytes asked, the pool of topic %s has %d", ErrTooLarge, size, t.name, t.lay.poolSize)
+	case errors.Is(err, tlsf.ErrNoSpace), errors.Is(err, tlsf.ErrNoDescriptors):
+		st := t.alloc.Stats()
+		return 0, fmt.Errorf("%w: %d bytes asked, %d of %d free, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, st.LargestFree)
+	case err != nil:
+		return 0, fmt.Errorf("allocating %d bytes: %w", size, err)
+	}
+	so := t.sampleOff(n)
+	head.Store(t.u32(so + sNext).Load())
+	t.u32(so + sState).Store(uint32(sampleLoaned))
+	t.u32(so + sRefs).Store(1)
+	t.u32(so + sBlock).Store(b.Index)
+	t.u64(so + sOffset).Store(b.Offset)
+	t.u64(so + sSize).Store(size)
+	t.u32(so + sPubSlot).Store(slot)
+	t.u32(hUsedSamples).Add(1)
+	t.heldWord(slot, j).Store(n)
+	t.u32(t.slotOff(slot) + eHeld).Add(1)
+	return n, nil
+}
+
+// freeHeld finds an empty held entry of slot.
+func (t *Topic) freeHeld(slot uint32) (uint32, error) {
+	if t.u32(t.slotOff(slot)+eHeld).Load() >= t.lay.heldCap {
+		return 0, fmt.Errorf("%w: the endpoint holds %d samples", ErrTooManyLoans, t.lay.heldCap)
+	}
+	for j := uint32(0); j < t.lay.heldCap; j++ {
+		if t.heldWord(slot, j).Load() == 0 {
+			return j, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: held count disagrees with held entries", ErrCorrupt)
+}
+
+// addHeld records that slot holds sample n (the caller has counted the ref).
+func (t *Topic) addHeld(slot, n uint32) error {
+	j, err := t.freeHeld(slot)
+	if err != nil {
+		return err
+	}
+	t.heldWord(slot, j).Store(n)
+	t.u32(t.slotOff(slot) + eHeld).Add(1)
+	return nil
+}
+
+// dropHeld removes sample n from slot's held entries without touching refs.
+func (t *Topic) dropHeld(slot, n uint32) bool {
+	for j := uint32(0); j < t.lay.heldCap; j++ {
+		if w := t.heldWord(slot, j); w.Load() == n {
+			w.Store(0)
+			t.u32(t.slotOff(slot) + eHeld).Add(^uint32(0))
+			return true
+		}
+	}
+	return false
+}
+
+// unref drops one reference to sample n and frees it on the last.
+func (t *Topic) unref(n uint32) {
+	so := t.sampleOff(n)
+	refs := t.u32(so + sRefs)
+	if refs.Load() > 1 {
+		refs.Add(^uint32(0))
+		return
+	}
+	t.freeSample(n)
+}
+
+func (t *Topic) freeSample(n uint32) {
+	so := t.sampleOff(n)
+	if sampleState(t.u32(so+sState).Load()) == sampleFree {
+		return
+	}
+	// The block goes back before the record: a death in between leaves a
+	// record naming a free block, which repair drops.
+	t.alloc.Free(t.u32(so + sBlock).Load())
+	t.u32(so + sRefs).Store(0)
+	t.u32(so + sState).Store(uint32(sampleFree))
+	head := t.u32(hFreeSample)
+	t.u32(so + sNext).Store(head.Load())
+	head.Store(n)
+	t.u32(hUsedSamples).Add(^uint32(0))
+	t.wakeSpace()
+}
+
+// ringLen is the number of entries queued in slot's ring.
+func (t *Topic) ringLen(slot uint32) uint64 {
+	so := t.slotOff(slot)
+	return t.u64(so+eTail).Load() - t.u64(so+eHead).Load()
+}
+
+// pushRing appends sample n to slot's ring, counting a reference. When the
+// ring holds its capacity already, the oldest entry is dropped first
+// (KEEP_LAST) and counted as lost when lossCount.
+func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
+	so := t.slotOff(slot)
+	head, tail := t.u64(so+eHead), t.u64(so+eTail)
+	t.u32(t.sampleOff(n) + sRefs).Add(1)
+	capacity := uint64(t.u32(so + eCap).Load())
+	var evicted uint32
+	if tail.Load()-head.Load() >= capacity {
+		w := t.ringWord(slot, head.Load())
+		evicted = w.Load()
+		w.Store(0)
+		head.Add(1)
+		if lossCount {
+			t.u64(so + eLost).Add(1)
+		}
+	}
+	t.ringWord(slot, tail.Load()).Store(n)
+	tail.Add(1)
+	if evicted != 0 {
+		t.unref(evicted)
+	}
+}
+
+// popRing removes and returns the oldest entry of slot's ring (0 if empty);
+// its reference passes to the caller.
+func (t *Topic) popRing(slot uint32) uint32 {
+	so := t.slotOff(slot)
+	head, tail := t.u64(so+eHead), t.u64(so+eTail)
+	if head.Load() == tail.Load() {
+		return 0
+	}
+	w := t.ringWord(slot, head.Load())
+	n := w.Load()
+	w.Store(0)
+	head.Add(1)
+	return n
+}
+
+// clearSlot drops every reference slot holds and frees the slot.
+func (t *Topic) clearSlot(slot uint32) {
+	for n := t.popRing(slot); n != 0; n = t.popRing(slot) {
+		t.unref(n)
+	}
+	for j := uint32(0); j < t.lay.heldCap; j++ {
+		if w := t.heldWord(slot, j); w.Load() != 0 {
+			n := w.Load()
+			w.Store(0)
+			t.u32(t.slotOff(slot) + eHeld).Add(^uint32(0))
+			t.unref(n)
+		}
+	}
+	so := t.slotOff(slot)
+	t.u32(so + eState).Store(uint32(slotFree))
+	t.u32(so + ePid).Store(0)
+	t.u64(so + eStart).Store(0)
+	t.wakeSpace()
+}
+
+// repair runs after the lock was taken over from a dead holder: it recounts
+// every reference from the rings and held arrays, frees samples nobody
+// references, rebuilds the free sample list, rebuilds the allocator's free
+// lists and gives back blocks that no sample owns. It fails with ErrCorrupt
+// when what it reads cannot be a valid state.
+func (t *Topic) repair() error {
+	l := t.lay
+	if err := t.alloc.Rebuild(); err != nil {
+		return fmt.Errorf("%w: topic %s: pool allocator: %v", ErrCorrupt, t.name, err)
+	}
+	refs := make([]uint32, l.maxSamples+1)
+	count := func(n uint32) error {
+		if n == 0 || n > l.maxSamples {
+			return fmt.Errorf("%w: topic %s: reference to sample %d", ErrCorrupt, t.name, n)
+		}
+		refs[n]++
+		return nil
+	}
+	for slot := uint32(0); slot < l.maxEndpoints; slot++ {
+		so := t.slotOff(slot)
+		if st := slotState(t.u32(so + eState).Load()); st != slotActive && st != slotReclaiming {
+			continue
+		}
+		head, tail := t.u64(so+eHead).Load(), t.u64(so+eTail).Load()
+		if tail < head || tail-head > uint64(l.queueCap) {
+			return fmt.Errorf("%w: topic %s: endpoint %d ring [%d,%d)", ErrCorrupt, t.name, slot, head, tail)
+		}
+		for p := head; p < tail; p++ {
+			if err := count(t.ringWord(slot, p).Load()); err != nil {
+				return err
+			}
+		}
+		held := uint32(0)
+		for j := uint32(0); j < l.heldCap; j++ {
+			if n := t.heldWord(slot, j).Load(); n != 0 {
+				if err := count(n); err != nil {
+					return err
+				}
+				held++
+			}
+		}
+		t.u32(so + eHeld).Store(held)
+	}
+	owned := make(map[uint32]bool)
+	var free, used uint32
+	for n := l.maxSamples; n >= 1; n-- {
+		so := t.sampleOff(n)
+		st := sampleState(t.u32(so + sState).Load())
+		if st != sampleFree {
+			blk, err := t.alloc.Lookup(t.u32(so + sBlock).Load())
+			if refs[n] == 0 || err != nil || owned[blk.Index] {
+				if refs[n] != 0 {
+					return fmt.Errorf("%w: topic %s: referenced sample %d has no block", ErrCorrupt, t.name, n)
+				}
+				st = sampleFree
+			} else {
+				owned[blk.Index] = true
+			}
+		} else if refs[n] != 0 {
+			return fmt.Errorf("%w: topic %s: free sample %d is referenced", ErrCorrupt, t.name, n)
+		}
+		if st == sampleFree {
+			t.u32(so + sState).Store(uint32(sampleFree))
+			t.u32(so + sRefs).Store(0)
+			t.u32(so + sNext).Store(free)
+			free = n
+			continue
+		}
+		t.u32(so + sRefs).Store(refs[n])
+		used++
+	}
+	t.u32(hFreeSample).Store(free)
+	t.u32(hUsedSamples).Store(used)
+	var orphans []uint32
+	t.alloc.ForEachUsed(func(b tlsf.Block) bool {
+		if !owned[b.Index] {
+			orphans = append(orphans, b.Index)
+		}
+		return true
+	})
+	for _, b := range orphans {
+		if err := t.alloc.Free(b); err != nil {
+			return fmt.Errorf("%w: topic %s: %v", ErrCorrupt, t.name, err)
+		}
+	}
+	if err := t.alloc.Check(); err != nil {
+		return fmt.Errorf("%w: topic %s: %v", ErrCorrupt, t.name, err)
+	}
+	t.u32(hRepairs).Add(1)
+	if lg := t.d.cfg.Logger; lg != nil {
+		lg.Warn("repaired topic after its lock holder died", "topic", t.name, "samples", used, "orphan_blocks", len(orphans))
+	}
+	t.wakeSpace()
+	return nil
+}
+
+// reclaimDead frees the slots of endpoints whose process has died. It takes
+// the lock itself and reports how many it reclaimed.
+func (t *Topic) reclaimDead() (int, error) {
+	type cand struct {
+		slot uint32
+		o    shm.Owner
+	}
+	var dead []cand
+	alive := map[shm.Owner]bool{}
+	for slot := uint32(0); slot < t.lay.maxEndpoints; slot++ {
+		so := t.slotOff(slot)
+		switch slotState(t.u32(so + eState).Load()) {
+		case slotReclaiming:
+			dead = append(dead, cand{slot, shm.Owner{}})
+			continue
+		case slotActive:
+		default:
+			continue
+		}
+		o := shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}
+		a, ok := alive[o]
+		if !ok {
+			a = shm.Alive(o)
+			alive[o] = a
+		}
+		if !a {
+			dead = append(dead, cand{slot, o})
+		}
+	}
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	if err := t.lock(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range dead {
+		so := t.slotOff(c.slot)
+		switch slotState(t.u32(so + eState).Load()) {
+		case slotActive:
+			if t.u32(so+ePid).Load() != c.o.Pid || t.u64(so+eStart).Load() != c.o.Start {
+				continue // reused since the scan
+			}
+			t.u32(so + eState).Store(uint32(slotReclaiming))
+			if Kind(t.u32(so+eKind).Load()) == KindPublisher {
+				t.u32(hDeadPubs).Add(1)
+			} else {
+				t.u32(hDeadSubs).Add(1)
+			}
+		case slotReclaiming:
+		default:
+			continue
+		}
+		t.clearSlot(c.slot)
+		n++
+		if lg := t.d.cfg.Logger; lg != nil {
+			lg.Info("reclaimed endpoint of a dead process", "topic", t.name, "slot", c.slot, "owner", c.o.String())
+		}
+	}
+	if n > 0 {
+		t.generation.Add(1)
+	}
+	t.unlock()
+	if n > 0 {
+		t.notifyChange()
+	}
+	return n, nil
+}

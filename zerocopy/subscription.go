@@ -1,0 +1,201 @@
+package zerocopy
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+)
+
+// Subscription receives the samples published on a topic on this host. Its
+// methods are safe for concurrent use. All methods return ErrClosed after
+// Close.
+type Subscription struct{ *endpoint }
+
+// Sample is a taken message. Its bytes stay valid, in shared memory, until
+// Return; they must not be modified (other subscriptions read the same
+// bytes).
+type Sample struct {
+	s    *Subscription
+	n    uint32
+	data []byte
+	info MessageInfo
+	done bool
+}
+
+// MessageInfo is what rmw_message_info_t carries.
+type MessageInfo struct {
+	SourceTimestamp   time.Time
+	ReceivedTimestamp time.Time
+	Sequence          uint64 // the publisher's sequence number
+	Publisher         GID
+	Offset            uint64 // offset of the payload in the topic pool
+}
+
+// Bytes is the payload, read in place from the pool (host pools).
+func (s *Sample) Bytes() []byte { return s.data }
+
+// Info describes the sample.
+func (s *Sample) Info() MessageInfo { return s.info }
+
+// NewSubscription creates a subscription on spec.Topic. A TRANSIENT_LOCAL
+// subscription receives at once the last Depth samples of every matching
+// transient-local publisher.
+func (d *Domain) NewSubscription(spec EndpointSpec) (*Subscription, error) {
+	e, err := d.createEndpoint(spec, KindSubscription)
+	if err != nil {
+		return nil, err
+	}
+	if lg := d.cfg.Logger; lg != nil {
+		lg.Info("subscription created", "topic", spec.Topic, "path", e.t.lay.poolKind.Path(), "qos", e.qos.String())
+	}
+	return &Subscription{e}, nil
+}
+
+// Close destroys the subscription; queued samples are dropped and samples
+// not yet returned are released.
+func (s *Subscription) Close() error { return s.close() }
+
+// Ready reports whether a sample is queued (without taking the lock).
+func (s *Subscription) Ready() bool {
+	return !s.closed.Load() && s.t.ringLen(s.slot) > 0
+}
+
+// Take removes the oldest queued sample, or returns ErrNoData. Samples whose
+// lifespan has passed are discarded on the way.
+func (s *Subscription) Take() (*Sample, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	t := s.t
+	if t.ringLen(s.slot) == 0 {
+		return nil, ErrNoData
+	}
+	if err := t.lock(); err != nil {
+		return nil, err
+	}
+	if t.u32(t.slotOff(s.slot)+eHeld).Load() >= t.lay.heldCap {
+		t.unlock()
+		return nil, fmt.Errorf("%w: return taken samples first", ErrTooManyLoans)
+	}
+	now := time.Now()
+	var n uint32
+	for {
+		n = t.popRing(s.slot)
+		if n == 0 {
+			t.unlock()
+			return nil, ErrNoData
+		}
+		exp := int64(t.u64(t.sampleOff(n) + sExpires).Load())
+		if exp == 0 || exp > now.UnixNano() {
+			break
+		}
+		t.unref(n) // lifespan over: never delivered
+	}
+	t.addHeld(s.slot, n) // room checked above
+	so := t.sampleOff(n)
+	smp := &Sample{s: s, n: n}
+	smp.info.Offset = t.u64(so + sOffset).Load()
+	size := t.u64(so + sSize).Load()
+	smp.info.Sequence = t.u64(so + sSeq).Load()
+	smp.info.SourceTimestamp = time.Unix(0, int64(t.u64(so+sStamp).Load()))
+	copy(smp.info.Publisher[:], t.seg.Bytes(so+sGID, 16))
+	t.unlock()
+	t.wakeSpace() // a reliable publisher may wait for this queue slot
+	smp.info.ReceivedTimestamp = now
+	if t.pool != nil {
+		smp.data = t.pool[smp.info.Offset : smp.info.Offset+size : smp.info.Offset+size]
+	}
+	s.mu.Lock()
+	s.lastData = now
+	s.mu.Unlock()
+	return smp, nil
+}
+
+// Return gives the sample back; its block is freed when no other
+// subscription holds or queues it.
+func (smp *Sample) Return() error {
+	if smp.done {
+		return fmt.Errorf("%w: sample already returned", ErrInvalid)
+	}
+	smp.done = true
+	smp.data = nil
+	t := smp.s.t
+	if err := t.lock(); err != nil {
+		return err
+	}
+	defer t.unlock()
+	if !t.dropHeld(smp.s.slot, smp.n) {
+		return fmt.Errorf("%w: sample is not held by this subscription (closed?)", ErrInvalid)
+	}
+	t.unref(smp.n)
+	return nil
+}
+
+// Wait blocks until a sample is queued or the timeout passes (negative:
+// forever); it returns ErrTimeout then. With Config.BusyPoll it spins first.
+func (s *Subscription) Wait(timeout time.Duration) error {
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	t := s.t
+	if bp := t.d.cfg.BusyPoll; bp > 0 {
+		end := time.Now().Add(bp)
+		for i := 0; ; i++ {
+			if s.Ready() {
+				return nil
+			}
+			if i&63 == 63 {
+				if time.Now().After(end) {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+	for {
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		seen := t.pubSeq.Load()
+		if s.Ready() {
+			return nil
+		}
+		left := time.Duration(-1)
+		if timeout >= 0 {
+			left = time.Until(deadline)
+			if left <= 0 {
+				return ErrTimeout
+			}
+		}
+		t.pubWaiters.Add(1)
+		shm.Wait(t.pubSeq, seen, left)
+		t.pubWaiters.Add(^uint32(0))
+	}
+}
+
+// TakeWait waits up to timeout for a sample and takes it.
+func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		smp, err := s.Take()
+		if err != ErrNoData {
+			return smp, err
+		}
+		left := time.Duration(-1)
+		if timeout >= 0 {
+			if left = time.Until(deadline); left <= 0 {
+				return nil, ErrTimeout
+			}
+		}
+		if err := s.Wait(left); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Lost is how many samples this subscription lost (KEEP_LAST overwrite, or
+// a best-effort overflow).
+func (s *Subscription) Lost() uint64 { return s.t.u64(s.t.slotOff(s.slot) + eLost).Load() }

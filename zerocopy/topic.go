@@ -1,0 +1,335 @@
+package zerocopy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/tlsf"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// layout is a pure function of a topic's parameters: validating a segment
+// recomputes it and compares, so offsets read from shared memory are never
+// trusted on their own.
+type layout struct {
+	poolKind                                     PoolKind
+	maxEndpoints, queueCap, heldCap, maxSamples  uint32
+	poolSize, granule                            uint64
+	endpointsOff, endpointStride, samplesOff     uint64
+	tlsfOff, tlsfSize, poolOff, total, maxBlocks uint64
+}
+
+func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples uint32, poolSize, granule uint64) layout {
+	l := layout{poolKind: kind, maxEndpoints: maxEndpoints, queueCap: queueCap, heldCap: heldCap, maxSamples: maxSamples, granule: granule}
+	l.poolSize = poolSize &^ (granule - 1)
+	l.endpointStride = align(eRing+4*uint64(queueCap)+4*uint64(heldCap), 64)
+	l.endpointsOff = headerSize
+	l.samplesOff = align(l.endpointsOff+uint64(maxEndpoints)*l.endpointStride, 64)
+	l.tlsfOff = align(l.samplesOff+uint64(maxSamples)*sampleStride, 64)
+	// Every live block belongs to a sample, and free blocks never touch, so
+	// 2*maxSamples+1 descriptors always suffice.
+	l.maxBlocks = 2*uint64(maxSamples) + 2
+	l.tlsfSize = align(uint64(tlsf.MetaSize(uint32(l.maxBlocks))), 64)
+	end := l.tlsfOff + l.tlsfSize
+	if kind == PoolGPU {
+		l.total = align(end, 4096)
+	} else {
+		l.poolOff = align(end, max(4096, granule))
+		l.total = l.poolOff + l.poolSize
+	}
+	return l
+}
+
+// Topic is one process's mapping of a topic segment. It is shared by every
+// endpoint of that topic in the process (Domain keeps one per name) and
+// reference counted by them.
+type Topic struct {
+	d       *Domain
+	name    string // fully qualified ROS topic name
+	typ     string
+	seg     *shm.Segment
+	lk      shm.Lock
+	lay     layout
+	alloc   *tlsf.Allocator
+	pool    []byte // host pools: the payload bytes; nil for GPU pools
+	created bool   // this process created the segment
+
+	pubSeq, pubWaiters     *atomic.Uint32
+	spaceSeq, spaceWaiters *atomic.Uint32
+	generation, state      *atomic.Uint32
+
+	refs int // endpoints of this process using the topic; guarded by d.mu
+	// mu guards the process-local endpoint list and caches below.
+	mu        sync.Mutex
+	endpoints map[uint32]endpointLocal // slot → local handle, for status updates
+}
+
+// endpointLocal is what the janitor needs from a local endpoint.
+type endpointLocal interface{ tick() }
+
+// segName maps a topic to its segment name. Names that would pass the
+// 255-byte limit of a file name use a hash of the topic instead (the topic
+// itself is in the header, so listing still shows it).
+func segName(cfg Config, topic string) (string, error) {
+	safe, err := names.ShmSafe(topic)
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s_d%d_t%s", cfg.Prefix, cfg.Domain, safe)
+	if len(name) > shm.MaxNameLen {
+		sum := sha256.Sum256([]byte(topic))
+		name = fmt.Sprintf("%s_d%d_t~%x", cfg.Prefix, cfg.Domain, sum[:16])
+	}
+	return name, nil
+}
+
+func segPrefix(cfg Config) string { return fmt.Sprintf("%s_d%d_t", cfg.Prefix, cfg.Domain) }
+
+// openTopic maps the topic's segment, creating it when absent ("first arrival
+// creates", as the thesis does). A segment that exists with another type,
+// another version or a damaged header is refused.
+func openTopic(d *Domain, topic, typ string) (*Topic, error) {
+	if err := names.ValidateFullTopicName(topic); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if typ == "" || len(typ) >= nameMax {
+		return nil, fmt.Errorf("%w: type name %q must have 1 to %d bytes", ErrInvalid, typ, nameMax-1)
+	}
+	name, err := segName(d.cfg, topic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	for attempt := 0; attempt < 100; attempt++ {
+		seg, err := shm.Open(name, headerSize)
+		created := false
+		if errors.Is(err, shm.ErrNotExist) {
+			seg, err = createSegment(d.cfg, name, topic, typ)
+			if errors.Is(err, shm.ErrExist) {
+				continue
+			}
+			created = true
+		}
+		if err != nil {
+			return nil, fmt.Errorf("topic %s: %w", topic, err)
+		}
+		t, err := attachTopic(d, seg, topic)
+		if err != nil {
+			seg.Close()
+			return nil, fmt.Errorf("topic %s: %w", topic, err)
+		}
+		t.created = created
+		if t.typ != typ {
+			seg.Close()
+			return nil, fmt.Errorf("topic %s: %w: it has type %q, not %q", topic, ErrTypeMismatch, t.typ, typ)
+		}
+		if topicState(t.state.Load()) == topicRemoved {
+			// The last user removed it between our open and now: open again.
+			seg.Close()
+			continue
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("topic %s: segment keeps disappearing while opening", topic)
+}
+
+func createSegment(cfg Config, name, topic, typ string) (*shm.Segment, error) {
+	l := computeLayout(PoolHost, cfg.MaxEndpoints, cfg.QueueCap, cfg.HeldCap, cfg.MaxSamples, cfg.PoolSize, defaultGranule)
+	seg, err := shm.Create(name, int64(l.total), cfg.Perm, cfg.Group)
+	if err != nil {
+		return nil, err
+	}
+	h := seg.Bytes(0, headerSize)
+	le := binary.LittleEndian
+	copy(h[hMagic:], topicMagic)
+	le.PutUint32(h[hVersion:], TopicVersion)
+	le.PutUint32(h[hPoolKind:], uint32(l.poolKind))
+	le.PutUint64(h[hTotalSize:], l.total)
+	le.PutUint32(h[hMaxEndpoints:], l.maxEndpoints)
+	le.PutUint32(h[hQueueCap:], l.queueCap)
+	le.PutUint32(h[hHeldCap:], l.heldCap)
+	le.PutUint32(h[hMaxSamples:], l.maxSamples)
+	le.PutUint64(h[hEndpointsOff:], l.endpointsOff)
+	le.PutUint64(h[hEndpointStride:], l.endpointStride)
+	le.PutUint64(h[hSamplesOff:], l.samplesOff)
+	le.PutUint64(h[hTLSFOff:], l.tlsfOff)
+	le.PutUint64(h[hTLSFSize:], l.tlsfSize)
+	le.PutUint64(h[hPoolOff:], l.poolOff)
+	le.PutUint64(h[hPoolSize:], l.poolSize)
+	le.PutUint64(h[hGranule:], l.granule)
+	le.PutUint32(h[hDomain:], cfg.Domain)
+	copy(h[hTopic:hTopic+nameMax-1], topic)
+	copy(h[hType:hType+nameMax-1], typ)
+	le.PutUint32(h[hCRC:], crc32.Checksum(h[:hStaticEnd], castagnoli))
+	if _, err := tlsf.Init(seg.Bytes(l.tlsfOff, l.tlsfSize), l.poolSize, uint32(l.maxBlocks), l.granule); err != nil {
+		seg.Close()
+		return nil, fmt.Errorf("formatting pool allocator: %w", err)
+	}
+	// Free sample list: 1 → 2 → … → maxSamples → 0.
+	for i := uint32(1); i <= l.maxSamples; i++ {
+		next := i + 1
+		if i == l.maxSamples {
+			next = 0
+		}
+		le.PutUint32(seg.Bytes(l.samplesOff+uint64(i-1)*sampleStride+sNext, 4), next)
+	}
+	le.PutUint32(h[hFreeSample:], 1)
+	if err := seg.Publish(); err != nil {
+		seg.Close()
+		return nil, err
+	}
+	return seg, nil
+}
+
+// readHeader validates a mapped segment's header and returns its layout.
+// It never trusts a size it has not checked against the mapping.
+func readHeader(seg *shm.Segment) (layout, string, string, error) {
+	var l layout
+	h := seg.Bytes(0, headerSize)
+	le := binary.LittleEndian
+	if string(h[hMagic:hMagic+8]) != topicMagic {
+		return l, "", "", fmt.Errorf("%w: %s: bad magic %q", ErrCorrupt, seg.Name(), h[hMagic:hMagic+8])
+	}
+	if v := le.Uint32(h[hVersion:]); v != TopicVersion {
+		return l, "", "", fmt.Errorf("%w: %s has layout version %d, this build reads %d", ErrVersion, seg.Name(), v, TopicVersion)
+	}
+	var tmp [hStaticEnd]byte
+	copy(tmp[:], h[:hStaticEnd])
+	clear(tmp[hCRC : hCRC+4])
+	if got, want := crc32.Checksum(tmp[:], castagnoli), le.Uint32(h[hCRC:]); got != want {
+		return l, "", "", fmt.Errorf("%w: %s: header checksum %08x, expected %08x", ErrCorrupt, seg.Name(), got, want)
+	}
+	kind := PoolKind(le.Uint32(h[hPoolKind:]))
+	qc, hc, me, ms := le.Uint32(h[hQueueCap:]), le.Uint32(h[hHeldCap:]), le.Uint32(h[hMaxEndpoints:]), le.Uint32(h[hMaxSamples:])
+	gran, psize := le.Uint64(h[hGranule:]), le.Uint64(h[hPoolSize:])
+	if kind > PoolGPU || qc == 0 || qc&(qc-1) != 0 || qc > 1<<20 || hc == 0 || hc > 1<<16 || me == 0 || me > 1<<12 ||
+		ms == 0 || ms > 1<<24 || gran < tlsf.MinGranule || gran&(gran-1) != 0 || gran > 1<<30 || psize > 1<<40 {
+		return l, "", "", fmt.Errorf("%w: %s: impossible parameters in header", ErrCorrupt, seg.Name())
+	}
+	l = computeLayout(kind, me, qc, hc, ms, psize, gran)
+	if l.endpointsOff != le.Uint64(h[hEndpointsOff:]) || l.endpointStride != le.Uint64(h[hEndpointStride:]) ||
+		l.samplesOff != le.Uint64(h[hSamplesOff:]) || l.tlsfOff != le.Uint64(h[hTLSFOff:]) ||
+		l.tlsfSize != le.Uint64(h[hTLSFSize:]) || l.poolOff != le.Uint64(h[hPoolOff:]) || l.total != le.Uint64(h[hTotalSize:]) {
+		return l, "", "", fmt.Errorf("%w: %s: header offsets disagree with its parameters", ErrCorrupt, seg.Name())
+	}
+	if uint64(seg.Size()) != l.total {
+		return l, "", "", fmt.Errorf("%w: %s: segment is %d bytes, header says %d (truncated?)", ErrCorrupt, seg.Name(), seg.Size(), l.total)
+	}
+	cstr := func(b []byte) string {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		return string(b)
+	}
+	return l, cstr(h[hTopic : hTopic+nameMax]), cstr(h[hType : hType+nameMax]), nil
+}
+
+func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
+	l, name, typ, err := readHeader(seg)
+	if err != nil {
+		return nil, err
+	}
+	if topic != "" && name != topic {
+		return nil, fmt.Errorf("%w: %s holds topic %q", ErrCorrupt, seg.Name(), name)
+	}
+	alloc, err := tlsf.Attach(seg.Bytes(l.tlsfOff, l.tlsfSize))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: pool allocator: %v", ErrCorrupt, seg.Name(), err)
+	}
+	if s := alloc.Stats(); s.PoolSize != l.poolSize {
+		return nil, fmt.Errorf("%w: %s: allocator manages %d bytes, header says %d", ErrCorrupt, seg.Name(), s.PoolSize, l.poolSize)
+	}
+	t := &Topic{
+		d: d, name: name, typ: typ, seg: seg, lay: l, alloc: alloc,
+		lk:           shm.LockAt(seg, hLock),
+		pubSeq:       seg.Uint32(hPubSeq),
+		pubWaiters:   seg.Uint32(hPubWaiters),
+		spaceSeq:     seg.Uint32(hSpaceSeq),
+		spaceWaiters: seg.Uint32(hSpaceWaiters),
+		generation:   seg.Uint32(hGeneration),
+		state:        seg.Uint32(hState),
+		endpoints:    map[uint32]endpointLocal{},
+	}
+	if l.poolKind != PoolGPU {
+		t.pool = seg.Bytes(l.poolOff, l.poolSize)
+	}
+	return t, nil
+}
+
+// Name is the fully qualified topic name.
+func (t *Topic) Name() string { return t.name }
+
+// Type is the topic's message type name.
+func (t *Topic) Type() string { return t.typ }
+
+// PoolKind tells where the payloads live.
+func (t *Topic) PoolKind() PoolKind { return t.lay.poolKind }
+
+// ---- locked access --------------------------------------------------------
+
+// lock takes the topic lock. When the previous holder died holding it, the
+// structures are repaired first; a topic beyond repair is marked corrupt.
+func (t *Topic) lock() error {
+	if t.lk.Lock() {
+		if err := t.repair(); err != nil {
+			t.state.Store(uint32(topicCorrupt))
+			t.lk.Unlock()
+			return err
+		}
+	}
+	if topicState(t.state.Load()) == topicCorrupt {
+		t.lk.Unlock()
+		return fmt.Errorf("%w: topic %s was damaged by a process that died mid-update; remove it with `rgaps shm clean`", ErrCorrupt, t.name)
+	}
+	return nil
+}
+
+func (t *Topic) unlock() { t.lk.Unlock() }
+
+func (t *Topic) u32(off uint64) *atomic.Uint32 { return t.seg.Uint32(off) }
+func (t *Topic) u64(off uint64) *atomic.Uint64 { return t.seg.Uint64(off) }
+
+func (t *Topic) slotOff(slot uint32) uint64 {
+	return t.lay.endpointsOff + uint64(slot)*t.lay.endpointStride
+}
+func (t *Topic) sampleOff(n uint32) uint64 { return t.lay.samplesOff + uint64(n-1)*sampleStride }
+
+// ring entry i (absolute position) of slot; heldEntry j of slot.
+func (t *Topic) ringWord(slot uint32, pos uint64) *atomic.Uint32 {
+	return t.u32(t.slotOff(slot) + eRing + 4*(pos&uint64(t.lay.queueCap-1)))
+}
+func (t *Topic) heldWord(slot, j uint32) *atomic.Uint32 {
+	return t.u32(t.slotOff(slot) + eRing + 4*uint64(t.lay.queueCap) + 4*uint64(j))
+}
+
+func (t *Topic) wakeSpace() {
+	t.spaceSeq.Add(1)
+	if t.spaceWaiters.Load() != 0 {
+		shm.WakeAll(t.spaceSeq)
+	}
+}
+
+func (t *Topic) wakeSubscribers() {
+	t.pubSeq.Add(1)
+	if t.pubWaiters.Load() != 0 {
+		shm.WakeAll(t.pubSeq)
+	}
+}
+
+// notifyChange tells everyone about an endpoint change whose generation
+// increment was made under the topic lock (so that a publisher holding the
+// lock sees a generation that matches the slots it reads).
+func (t *Topic) notifyChange() {
+	t.d.graphChanged()
+	// Publishers blocked on a subscription that just went away must re-check.
+	t.wakeSpace()
+	t.wakeSubscribers()
+}

@@ -1,0 +1,170 @@
+package zerocopy
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+)
+
+// Waitable is anything a wait set can wait for: a subscription (a sample is
+// queued), a guard condition (it was triggered), an endpoint status event
+// or the graph. Ready must be cheap and must not block.
+type Waitable interface {
+	Ready() bool
+	// word returns the futex word whose change may make Ready true, and a
+	// counter of blocked waiters that the notifier reads (nil if it always
+	// wakes).
+	word() (w, waiters *atomic.Uint32)
+}
+
+func (s *Subscription) word() (*atomic.Uint32, *atomic.Uint32) { return s.t.pubSeq, s.t.pubWaiters }
+
+// GuardCondition is a flag another goroutine or a signal handler raises to
+// wake a wait set. It belongs to one process.
+type GuardCondition struct {
+	d       *Domain
+	w       *atomic.Uint32
+	trigger atomic.Bool
+}
+
+// NewGuardCondition creates an untriggered guard condition.
+func (d *Domain) NewGuardCondition() *GuardCondition {
+	return &GuardCondition{d: d, w: d.word()}
+}
+
+// Trigger raises the condition and wakes waiters.
+func (g *GuardCondition) Trigger() {
+	g.trigger.Store(true)
+	g.w.Add(1)
+	shm.WakeAll(g.w)
+}
+
+// Ready reports whether the condition is raised.
+func (g *GuardCondition) Ready() bool { return g.trigger.Load() }
+
+// Reset lowers the condition (rmw_wait does this for the guard conditions it
+// reports ready).
+func (g *GuardCondition) Reset() { g.trigger.Store(false) }
+
+// Close gives the condition's word back.
+func (g *GuardCondition) Close() {
+	if g.w != nil {
+		g.d.putWord(g.w)
+		g.w = nil
+	}
+}
+
+func (g *GuardCondition) word() (*atomic.Uint32, *atomic.Uint32) { return g.w, nil }
+
+// GraphCondition is ready when the domain's graph changed since it was last
+// Reset.
+type GraphCondition struct {
+	d    *Domain
+	seen atomic.Uint32
+}
+
+// NewGraphCondition creates a condition that fires on graph changes.
+func (d *Domain) NewGraphCondition() *GraphCondition {
+	g := &GraphCondition{d: d}
+	g.seen.Store(d.graph.gen.Load())
+	return g
+}
+
+// Ready reports a graph change since the last Reset.
+func (g *GraphCondition) Ready() bool { return g.d.graph.gen.Load() != g.seen.Load() }
+
+// Reset acknowledges the changes seen so far.
+func (g *GraphCondition) Reset() { g.seen.Store(g.d.graph.gen.Load()) }
+
+func (g *GraphCondition) word() (*atomic.Uint32, *atomic.Uint32) { return g.d.graph.gen, nil }
+
+// StatusCondition is ready when an endpoint's status changed since Reset.
+type StatusCondition struct {
+	e    *endpoint
+	seen atomic.Uint32
+}
+
+// StatusCondition returns a condition that fires when the endpoint's status
+// (matches, deadlines, liveliness, incompatible QoS) changes.
+func (e *endpoint) StatusCondition() *StatusCondition {
+	c := &StatusCondition{e: e}
+	c.seen.Store(e.event.Load())
+	return c
+}
+
+// Ready reports a status change since the last Reset.
+func (c *StatusCondition) Ready() bool { return c.e.event.Load() != c.seen.Load() }
+
+// Reset acknowledges the changes seen so far.
+func (c *StatusCondition) Reset() { c.seen.Store(c.e.event.Load()) }
+
+func (c *StatusCondition) word() (*atomic.Uint32, *atomic.Uint32) { return c.e.event, nil }
+
+// Wait blocks until at least one item is ready or the timeout passes
+// (negative: forever), and reports which are ready in ready (len(items)).
+// It returns ErrTimeout when none is. One kernel wait covers every item
+// (futex_waitv), wherever its word lives; with busyPoll > 0 it spins that
+// long first.
+func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error {
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	check := func() bool {
+		any := false
+		for i, it := range items {
+			ready[i] = it.Ready()
+			any = any || ready[i]
+		}
+		return any
+	}
+	if busyPoll > 0 {
+		end := time.Now().Add(busyPoll)
+		for i := 0; ; i++ {
+			if check() {
+				return nil
+			}
+			if i&15 == 15 {
+				if time.Now().After(end) {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+	ws := make([]shm.Waiter, 0, len(items))
+	counters := make([]*atomic.Uint32, 0, len(items))
+	for {
+		ws, counters = ws[:0], counters[:0]
+		seen := map[*atomic.Uint32]bool{}
+		for _, it := range items {
+			w, c := it.word()
+			if seen[w] {
+				continue
+			}
+			seen[w] = true
+			ws = append(ws, shm.Waiter{Word: w, Val: w.Load()})
+			if c != nil {
+				counters = append(counters, c)
+			}
+		}
+		if check() {
+			return nil
+		}
+		left := time.Duration(-1)
+		if timeout >= 0 {
+			if left = time.Until(deadline); left <= 0 {
+				return ErrTimeout
+			}
+		}
+		for _, c := range counters {
+			c.Add(1)
+		}
+		shm.WaitMany(ws, left)
+		for _, c := range counters {
+			c.Add(^uint32(0))
+		}
+	}
+}
