@@ -59,6 +59,46 @@ func init() {
 		time.Sleep(time.Hour)
 		return nil
 	})
+	// scribbler TOPIC: take a sample and write into it; the read-only
+	// mapping must fault.
+	testutil.Role("scribbler", func(a []string) error {
+		d, err := childDomain()
+		if err != nil {
+			return err
+		}
+		s, err := d.NewSubscription(EndpointSpec{Topic: a[0], Type: "t/msg/T", Node: "/scribbler", QoS: qos.Default()})
+		if err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		smp, err := s.TakeWait(30 * time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Println("writing")
+		smp.Bytes()[0] = 'X'
+		fmt.Println("wrote")
+		return nil
+	})
+	// idle TOPIC: create a publisher offering a 20 ms deadline, print "ready", then
+	// wait to be killed (liveliness is lost with the process).
+	testutil.Role("idle", func(a []string) error {
+		d, err := childDomain()
+		if err != nil {
+			return err
+		}
+		if _, err := d.RegisterNode("idle", "/", "/"); err != nil {
+			return err
+		}
+		q := qos.Default()
+		q.Deadline = 20 * time.Millisecond
+		if _, err := d.NewPublisher(EndpointSpec{Topic: a[0], Type: "t/msg/T", Node: "/idle", QoS: q}); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+		return nil
+	})
 	// writer TOPIC: publish 3 whole messages of 1 MiB, then loan a 4th,
 	// write half of it, print "mid-write" and wait to be killed.
 	testutil.Role("writer", func(a []string) error {
@@ -337,4 +377,88 @@ func TestBadNamesAndTypes(t *testing.T) {
 	if _, err := d.NewSubscription(EndpointSpec{Topic: "/typed", Type: "std_msgs/msg/String", QoS: bad}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("depth beyond the queue: %v", err)
 	}
+}
+
+// A subscriber that writes into a taken sample faults; the others keep
+// reading the publisher's bytes.
+func TestTakenSamplesAreReadOnly(t *testing.T) {
+	d, err := childDomain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.NewPublisher(EndpointSpec{Topic: "/ro", Type: "t/msg/T", Node: "/parent", QoS: qos.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, err := d.NewSubscription(EndpointSpec{Topic: "/ro", Type: "t/msg/T", Node: "/parent", QoS: qos.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := testutil.Start(t, "scribbler", "/ro")
+	k.Expect(t, "ready", 30*time.Second)
+	testutil.Eventually(t, 10*time.Second, "scribbler matched", func() bool { return p.Matched() == 2 })
+	if err := p.Publish([]byte("original")); err != nil {
+		t.Fatal(err)
+	}
+	k.Expect(t, "writing", 30*time.Second)
+	if err := k.Wait(30 * time.Second); err == nil || !strings.Contains(k.Stderr(), "fault") {
+		t.Fatalf("writing into a taken sample did not fault: %v\n%s", err, k.Stderr())
+	}
+	smp, err := s.TakeWait(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(smp.Bytes()) != "original" {
+		t.Fatalf("sample changed to %q", smp.Bytes())
+	}
+	smp.Return()
+}
+
+// When a publisher's process dies, its subscriptions see liveliness lost,
+// the graph drops its node, and a missed deadline is counted.
+func TestLivelinessAndDeadline(t *testing.T) {
+	d, err := childDomain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	q := qos.Default()
+	q.Deadline = 30 * time.Millisecond
+	s, err := d.NewSubscription(EndpointSpec{Topic: "/alive", Type: "t/msg/T", Node: "/parent", QoS: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := testutil.Start(t, "idle", "/alive")
+	k.Expect(t, "ready", 30*time.Second)
+	testutil.Eventually(t, 10*time.Second, "publisher alive", func() bool { return s.TakeStatus().AliveCount == 1 })
+	hasNode := func() bool {
+		for _, n := range d.Nodes() {
+			if n.Name == "idle" && n.Pid == uint32(k.Cmd.Process.Pid) {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasNode() {
+		t.Fatal("the child's node is not in the graph")
+	}
+	eps, err := d.Endpoints("/alive")
+	if err != nil || len(eps) != 2 {
+		t.Fatalf("endpoints of /alive: %v %v", eps, err)
+	}
+	k.Cmd.Process.Kill()
+	k.Wait(10 * time.Second)
+	var st Status
+	testutil.Eventually(t, 10*time.Second, "liveliness lost", func() bool {
+		x := s.TakeStatus()
+		st.NotAliveCount, st.AliveCount = x.NotAliveCount, x.AliveCount
+		st.DeadlineMissed = x.DeadlineMissed
+		return x.NotAliveCount == 1 && x.AliveCount == 0
+	})
+	testutil.Eventually(t, 10*time.Second, "node gone from the graph", func() bool { return !hasNode() })
+	testutil.Eventually(t, 10*time.Second, "deadline missed", func() bool { return s.TakeStatus().DeadlineMissed > 0 })
 }

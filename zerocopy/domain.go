@@ -59,7 +59,7 @@ func (d *Domain) Close() error {
 	var open []string
 	for name, t := range d.topics {
 		open = append(open, name)
-		t.seg.Close()
+		t.unmap()
 	}
 	d.topics = nil
 	d.mu.Unlock()
@@ -103,7 +103,7 @@ func (d *Domain) releaseTopic(t *Topic) {
 	}
 	delete(d.topics, t.name)
 	t.removeIfUnused()
-	t.seg.Close()
+	t.unmap()
 }
 
 // removeIfUnused unlinks the segment when no slot is active. Openers check

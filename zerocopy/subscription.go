@@ -33,7 +33,8 @@ type MessageInfo struct {
 	Offset            uint64 // offset of the payload in the topic pool
 }
 
-// Bytes is the payload, read in place from the pool (host pools).
+// Bytes is the payload, read in place from the pool (host pools) through a
+// read-only mapping: writing to it faults. It is nil after Return.
 func (s *Sample) Bytes() []byte { return s.data }
 
 // Info describes the sample.
@@ -104,8 +105,8 @@ func (s *Subscription) Take() (*Sample, error) {
 	t.unlock()
 	t.wakeSpace() // a reliable publisher may wait for this queue slot
 	smp.info.ReceivedTimestamp = now
-	if t.pool != nil {
-		smp.data = t.pool[smp.info.Offset : smp.info.Offset+size : smp.info.Offset+size]
+	if t.rpool != nil {
+		smp.data = t.rpool[smp.info.Offset : smp.info.Offset+size : smp.info.Offset+size]
 	}
 	s.mu.Lock()
 	s.lastData = now

@@ -61,6 +61,7 @@ type Topic struct {
 	lay     layout
 	alloc   *tlsf.Allocator
 	pool    []byte // host pools: the payload bytes; nil for GPU pools
+	rpool   []byte // the same bytes mapped read-only, for taken samples
 	created bool   // this process created the segment
 
 	pubSeq, pubWaiters     *atomic.Uint32
@@ -135,6 +136,10 @@ func openTopic(d *Domain, topic, typ string) (*Topic, error) {
 			// The last user removed it between our open and now: open again.
 			seg.Close()
 			continue
+		}
+		if err := t.mapReadOnly(); err != nil {
+			seg.Close()
+			return nil, fmt.Errorf("topic %s: %w", topic, err)
 		}
 		return t, nil
 	}
@@ -262,6 +267,26 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
 		t.pool = seg.Bytes(l.poolOff, l.poolSize)
 	}
 	return t, nil
+}
+
+// mapReadOnly adds the read-only view of the pool that taken samples use.
+func (t *Topic) mapReadOnly() error {
+	if t.pool == nil || t.rpool != nil {
+		return nil
+	}
+	b, err := t.seg.ReadOnlyView(t.lay.poolOff, t.lay.poolSize)
+	if err != nil {
+		return err
+	}
+	t.rpool = b
+	return nil
+}
+
+// unmap releases every mapping of the topic in this process.
+func (t *Topic) unmap() {
+	shm.Unmap(t.rpool)
+	t.rpool = nil
+	t.seg.Close()
 }
 
 // Name is the fully qualified topic name.

@@ -220,3 +220,29 @@ func LocalWords(n int) ([]*atomic.Uint32, error) {
 	}
 	return out, nil
 }
+
+// ReadOnlyView maps n bytes at off (a multiple of the page size) of the
+// published segment a second time, read-only: subscribers read samples
+// through it, so a stray write to a shared sample faults in the writer
+// instead of corrupting what every other subscriber reads.
+func (s *Segment) ReadOnlyView(off, n uint64) ([]byte, error) {
+	s.check(off, n, uint64(os.Getpagesize()))
+	fd, err := unix.Open(filepath.Join(Dir, s.name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %q read-only: %w", s.name, err)
+	}
+	defer unix.Close(fd)
+	b, err := unix.Mmap(fd, int64(off), int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %q read-only: %w", s.name, err)
+	}
+	return b, nil
+}
+
+// Unmap releases a view returned by ReadOnlyView.
+func Unmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return unix.Munmap(b)
+}

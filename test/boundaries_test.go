@@ -1,0 +1,57 @@
+package test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// unsafeOwners are the only packages allowed to import "unsafe" or "C"
+// (docs/ARCHITECTURE.md §1): pointer arithmetic over mappings lives in one
+// place, and cgo only in the packages that bind a C library.
+var unsafeOwners = map[string]bool{
+	"internal/shm": true,
+}
+
+func TestUnsafeOnlyInShm(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "build") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if (p == "unsafe" || p == "C") && !unsafeOwners[filepath.ToSlash(rel)] {
+				t.Errorf("%s imports %q; only %v may", path, p, unsafeOwners)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d files: wrong root?", checked)
+	}
+}
