@@ -155,7 +155,12 @@ type Node struct {
 
 	mu        sync.Mutex
 	closed    bool
-	endpoints map[interface{ Close() error }]struct{}
+	endpoints map[endpointHandle]struct{}
+}
+
+type endpointHandle interface {
+	Close() error
+	Closed() bool
 }
 
 // NewNode registers a node. namespace "" means "/".
@@ -167,7 +172,7 @@ func (c *Context) NewNode(name, namespace string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{c: c, h: h, endpoints: map[interface{ Close() error }]struct{}{}}
+	n := &Node{c: c, h: h, endpoints: map[endpointHandle]struct{}{}}
 	c.mu.Lock()
 	c.nodes[n] = struct{}{}
 	c.mu.Unlock()
@@ -197,12 +202,17 @@ func (n *Node) spec(topic, typ string, q QoS) (zerocopy.EndpointSpec, error) {
 	return zerocopy.EndpointSpec{Topic: full, Type: typ, Node: n.FullName(), QoS: q}, nil
 }
 
-func (n *Node) track(e interface{ Close() error }) error {
+func (n *Node) track(e endpointHandle) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		e.Close()
 		return ErrClosed
+	}
+	for old := range n.endpoints {
+		if old.Closed() { // closed by the user directly: forget it
+			delete(n.endpoints, old)
+		}
 	}
 	n.endpoints[e] = struct{}{}
 	return nil

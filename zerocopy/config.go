@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"strconv"
 	"time"
 )
@@ -21,7 +22,9 @@ type Config struct {
 	// Perm is the permission of created segments (default 0600); 0660 with
 	// Group >= 0 gives a group access.
 	Perm os.FileMode
-	// Group is the group id given to created segments; -1 keeps the default.
+	// Group is the group id given to created segments; 0 means
+	// RGAPS_SHM_GROUP (a name or gid) or, without it, the creator's group.
+	// Set Perm to 0660 (or RGAPS_SHM_MODE=0660) to let that group in.
 	Group int
 
 	// PoolSize is the payload pool of a new topic in bytes (default 256 MiB,
@@ -77,9 +80,23 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Perm == 0 {
 		c.Perm = 0o600
+		if v := os.Getenv("RGAPS_SHM_MODE"); v != "" {
+			m, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || m&^0o666 != 0 || m&0o600 != 0o600 {
+				return c, fmt.Errorf("%w: RGAPS_SHM_MODE=%q: want octal permissions such as 0660 that include owner read-write", ErrInvalid, v)
+			}
+			c.Perm = os.FileMode(m)
+		}
 	}
 	if c.Group == 0 {
 		c.Group = -1
+		if v := os.Getenv("RGAPS_SHM_GROUP"); v != "" {
+			g, err := lookupGroup(v)
+			if err != nil {
+				return c, fmt.Errorf("%w: RGAPS_SHM_GROUP: %v", ErrInvalid, err)
+			}
+			c.Group = g
+		}
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = defaultPoolSize
@@ -148,6 +165,18 @@ func parseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("bad size %q", s)
 	}
 	return n * mult, nil
+}
+
+// lookupGroup accepts a group name or a numeric gid.
+func lookupGroup(v string) (int, error) {
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return n, nil
+	}
+	g, err := user.LookupGroup(v)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(g.Gid)
 }
 
 // ParseSize reads a byte size such as "64M", "1GiB" or "4096".

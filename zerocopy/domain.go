@@ -102,6 +102,7 @@ func (d *Domain) releaseTopic(t *Topic) {
 		return
 	}
 	delete(d.topics, t.name)
+	t.reclaimDead() // endpoints of dead processes must not keep the topic alive
 	t.removeIfUnused()
 	t.unmap()
 }

@@ -225,6 +225,10 @@ func (e *endpoint) refreshMatches() {
 					e.incompat = map[GID]bool{}
 				}
 				e.incompat[g] = true
+				if lg := t.d.cfg.Logger; lg != nil {
+					_, reason := qos.CheckCompatible(pub, sub)
+					lg.Warn("incompatible QoS: endpoints do not match", "topic", t.name, "self", e.kind.String(), "peer", g.String(), "policy", pol.String(), "reason", reason)
+				}
 				e.st.IncompatibleQoS++
 				e.st.IncompatChg++
 				e.st.LastIncompatiblePolicy = pol
@@ -318,6 +322,9 @@ func (e *endpoint) Matched() int {
 	e.refreshMatches()
 	return len(e.peers)
 }
+
+// Closed reports whether Close was called.
+func (e *endpoint) Closed() bool { return e.closed.Load() }
 
 // GID is the endpoint's identifier.
 func (e *endpoint) GID() GID { return e.gid }
