@@ -48,7 +48,24 @@ type (
 	GuardCondition = zerocopy.GuardCondition
 	Waitable       = zerocopy.Waitable
 	EngineConfig   = zerocopy.Config
+	Memory         = zerocopy.Memory
+	DevicePtr      = zerocopy.DevicePtr
 )
+
+// Memory forms an endpoint can use.
+const (
+	MemoryHost = zerocopy.MemoryHost
+	MemoryGPU  = zerocopy.MemoryGPU
+)
+
+// EndpointOption adjusts a publisher or subscription being created.
+type EndpointOption func(*zerocopy.EndpointSpec)
+
+// OnGPU makes the endpoint read and write device memory: a publisher loans
+// with LoanDevice or publishes with PublishFrom, a subscription reads
+// Sample.DevicePtr. A topic first created by such an endpoint gets a shared
+// GPU pool, owned by the per-host daemon (started automatically).
+func OnGPU() EndpointOption { return func(s *zerocopy.EndpointSpec) { s.Memory = zerocopy.MemoryGPU } }
 
 // The QoS profiles ROS 2 names.
 var (
@@ -69,6 +86,8 @@ var (
 	ErrInvalid       = zerocopy.ErrInvalid
 	ErrPoolExhausted = zerocopy.ErrPoolExhausted
 	ErrTooLarge      = zerocopy.ErrTooLarge
+	// ErrNotSupported: the machine lacks what was asked (no GPU, ...).
+	ErrNotSupported = zerocopy.ErrNotSupported
 )
 
 // Options configure a Context.
@@ -194,12 +213,16 @@ func (n *Node) ResolveTopic(topic string) (string, error) {
 	return full, nil
 }
 
-func (n *Node) spec(topic, typ string, q QoS) (zerocopy.EndpointSpec, error) {
+func (n *Node) spec(topic, typ string, q QoS, opts []EndpointOption) (zerocopy.EndpointSpec, error) {
 	full, err := n.ResolveTopic(topic)
 	if err != nil {
 		return zerocopy.EndpointSpec{}, err
 	}
-	return zerocopy.EndpointSpec{Topic: full, Type: typ, Node: n.FullName(), QoS: q}, nil
+	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: n.FullName(), QoS: q}
+	for _, o := range opts {
+		o(&spec)
+	}
+	return spec, nil
 }
 
 func (n *Node) track(e endpointHandle) error {
@@ -219,8 +242,8 @@ func (n *Node) track(e endpointHandle) error {
 }
 
 // NewPublisher creates a publisher of typ on topic.
-func (n *Node) NewPublisher(topic, typ string, q QoS) (*Publisher, error) {
-	spec, err := n.spec(topic, typ, q)
+func (n *Node) NewPublisher(topic, typ string, q QoS, opts ...EndpointOption) (*Publisher, error) {
+	spec, err := n.spec(topic, typ, q, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -232,8 +255,8 @@ func (n *Node) NewPublisher(topic, typ string, q QoS) (*Publisher, error) {
 }
 
 // NewSubscription creates a subscription of typ on topic.
-func (n *Node) NewSubscription(topic, typ string, q QoS) (*Subscription, error) {
-	spec, err := n.spec(topic, typ, q)
+func (n *Node) NewSubscription(topic, typ string, q QoS, opts ...EndpointOption) (*Subscription, error) {
+	spec, err := n.spec(topic, typ, q, opts)
 	if err != nil {
 		return nil, err
 	}

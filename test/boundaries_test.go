@@ -14,7 +14,8 @@ import (
 // (docs/ARCHITECTURE.md §1): pointer arithmetic over mappings lives in one
 // place, and cgo only in the packages that bind a C library.
 var unsafeOwners = map[string]bool{
-	"internal/shm": true,
+	"internal/shm":  true,
+	"internal/cuda": true,
 }
 
 func TestUnsafeOnlyInShm(t *testing.T) {

@@ -31,6 +31,15 @@ type Config struct {
 	// or RGAPS_POOL_SIZE). It is reserved in /dev/shm when the topic is
 	// created.
 	PoolSize uint64
+	// StagingSize is the host pool of a new GPU topic: host copies of
+	// device samples for host readers (default PoolSize).
+	StagingSize uint64
+	// Device is the CUDA device of GPU pools (default 0, or RGAPS_GPU_DEVICE).
+	Device int
+	// NoDaemonAutostart stops the engine from starting `rgaps daemon` when
+	// a GPU topic needs one and none runs.
+	NoDaemonAutostart bool
+
 	// QueueCap bounds any subscription's queue and any publisher's
 	// transient-local history (a power of two, default 1024).
 	QueueCap uint32
@@ -65,6 +74,22 @@ const (
 	defaultPoolSize = 256 << 20
 	defaultGranule  = 64
 )
+
+// FromEnv is Resolve with the domain taken from ROS_DOMAIN_ID too.
+func (c Config) FromEnv() (Config, error) {
+	if v := os.Getenv("ROS_DOMAIN_ID"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return c, fmt.Errorf("%w: ROS_DOMAIN_ID=%q is not a domain id", ErrInvalid, v)
+		}
+		c.Domain = uint32(n)
+	}
+	return c.Resolve()
+}
+
+// Resolve fills in the defaults (and the environment's settings) the way
+// Open does.
+func (c Config) Resolve() (Config, error) { return c.withDefaults() }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Prefix == "" {
@@ -106,6 +131,18 @@ func (c Config) withDefaults() (Config, error) {
 				return c, fmt.Errorf("%w: RGAPS_POOL_SIZE: %v", ErrInvalid, err)
 			}
 			c.PoolSize = n
+		}
+	}
+	if c.StagingSize == 0 {
+		c.StagingSize = c.PoolSize
+	}
+	if c.Device == 0 {
+		if v := os.Getenv("RGAPS_GPU_DEVICE"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return c, fmt.Errorf("%w: RGAPS_GPU_DEVICE=%q", ErrInvalid, v)
+			}
+			c.Device = n
 		}
 	}
 	if c.QueueCap == 0 {
@@ -167,7 +204,9 @@ func parseSize(s string) (uint64, error) {
 	return n * mult, nil
 }
 
-// lookupGroup accepts a group name or a numeric gid.
+// LookupGroup accepts a group name or a numeric gid.
+func LookupGroup(v string) (int, error) { return lookupGroup(v) }
+
 func lookupGroup(v string) (int, error) {
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 		return n, nil

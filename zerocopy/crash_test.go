@@ -329,7 +329,7 @@ func TestBadSegmentsRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			topic := "/bad_" + strings.ReplaceAll(c.name, "-", "_")
 			name, _ := segName(cfg, topic)
-			seg, err := createSegment(cfg, name, topic, "t/msg/T")
+			seg, err := createSegment(cfg, name, topic, "t/msg/T", PoolHost)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,9 +344,7 @@ func TestBadSegmentsRefused(t *testing.T) {
 	}
 }
 
-func computeLayoutFor(cfg Config) layout {
-	return computeLayout(PoolHost, cfg.MaxEndpoints, cfg.QueueCap, cfg.HeldCap, cfg.MaxSamples, cfg.PoolSize, defaultGranule)
-}
+func computeLayoutFor(cfg Config) layout { return layoutFor(cfg, PoolHost) }
 
 func patch(path string, off int64, b []byte) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)

@@ -27,6 +27,9 @@ type Domain struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	gpuState gpuState
+	gpuMu    sync.Mutex // guards gpuState.client
 }
 
 // Open joins the domain cfg.Domain on this host. Nothing is started that
@@ -64,13 +67,15 @@ func (d *Domain) Close() error {
 	d.topics = nil
 	d.mu.Unlock()
 	d.graph.close()
+	d.closeGPU()
 	if len(open) > 0 {
 		return fmt.Errorf("domain closed with endpoints still open on %v", open)
 	}
 	return nil
 }
 
-func (d *Domain) acquireTopic(name, typ string) (*Topic, error) {
+// acquireTopic opens a topic, creating it with a pool of kind when absent.
+func (d *Domain) acquireTopic(name, typ string, kind PoolKind) (*Topic, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.topics == nil {
@@ -83,7 +88,7 @@ func (d *Domain) acquireTopic(name, typ string) (*Topic, error) {
 		t.refs++
 		return t, nil
 	}
-	t, err := openTopic(d, name, typ)
+	t, err := openTopic(d, name, typ, kind)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ type EndpointSpec struct {
 	Type  string // message type, e.g. "sensor_msgs/msg/Image"
 	Node  string // fully qualified name of the owning node, for the graph
 	QoS   qos.Profile
+	// Memory is the form the endpoint uses; a topic created by a MemoryGPU
+	// endpoint gets a GPU pool.
+	Memory Memory
 }
 
 // endpoint is what publishers and subscriptions share.
@@ -62,6 +65,7 @@ type endpoint struct {
 type peerInfo struct {
 	slot     uint32
 	blocking bool // a reliable KEEP_ALL subscription of a reliable publisher
+	flags    endpointFlags
 }
 
 // Status is an endpoint's view of QoS events, as rmw reports them. Counts are
@@ -97,7 +101,11 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 	if len(spec.Node) >= nameMax {
 		return nil, fmt.Errorf("%w: node name %q too long", ErrInvalid, spec.Node)
 	}
-	t, err := d.acquireTopic(spec.Topic, spec.Type)
+	pk := PoolHost
+	if spec.Memory == MemoryGPU {
+		pk = PoolGPU
+	}
+	t, err := d.acquireTopic(spec.Topic, spec.Type, pk)
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +151,13 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 	q.Encode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
 	copy(t.seg.Bytes(so+eNode, nameMax-1), spec.Node)
 	t.u32(so + eCap).Store(capacity)
+	flags := flagWantsHost
+	if spec.Memory == MemoryGPU {
+		flags = flagWantsDevice
+	}
+	t.u32(so + eFlags).Store(uint32(flags))
 	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
-		t.deliverHistory(slot, q)
+		t.deliverHistory(slot, q, flags)
 	}
 	// Publish the slot last: readers that scan without the lock see only
 	// complete slots.
@@ -163,7 +176,7 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 // history of every matching transient-local publisher: at most its depth
 // samples per publisher, oldest first, skipping expired ones.
 // Must hold the topic lock.
-func (t *Topic) deliverHistory(slot uint32, sub qos.Profile) {
+func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags) {
 	now := time.Now().UnixNano()
 	for ps := uint32(0); ps < t.lay.maxEndpoints; ps++ {
 		so := t.slotOff(ps)
@@ -185,6 +198,18 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile) {
 			n := t.ringWord(ps, p).Load()
 			if exp := int64(t.u64(t.sampleOff(n) + sExpires).Load()); exp != 0 && exp <= now {
 				continue
+			}
+			if dev, missing := t.missingForm(n, map[GID]peerInfo{{}: {flags: flags}}); missing {
+				// A rare late joiner that reads the other form: copy under
+				// the lock (the sample is shared; nobody reads the new block
+				// before we release it). A failure skips the sample.
+				if t.addBlock(n, dev, t.u64(t.sampleOff(n)+sSize).Load()) != nil {
+					continue
+				}
+				if t.copyForm(n, dev) != nil {
+					t.dropBlock(n, dev)
+					continue
+				}
 			}
 			t.pushRing(slot, n, true)
 		}
@@ -237,7 +262,7 @@ func (e *endpoint) refreshMatches() {
 			continue
 		}
 		blocking := pub.Reliability == qos.ReliabilityReliable && sub.Reliability == qos.ReliabilityReliable && sub.History == qos.HistoryKeepAll
-		peers[g] = peerInfo{slot: s, blocking: blocking}
+		peers[g] = peerInfo{slot: s, blocking: blocking, flags: endpointFlags(t.u32(so + eFlags).Load())}
 		if _, ok := e.peers[g]; !ok {
 			e.st.MatchedTotal++
 			e.st.MatchedTotalChg++

@@ -1,6 +1,10 @@
 package zerocopy
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+)
 
 var (
 	// ErrInvalid reports a bad argument: a zero or negative size, a bad
@@ -32,6 +36,8 @@ var (
 	ErrTooManyEndpoints = errors.New("too many endpoints on topic")
 	// ErrClosed is returned by every method of a closed object.
 	ErrClosed = errors.New("closed")
-	// ErrNotSupported reports a feature this build or machine lacks.
-	ErrNotSupported = errors.New("not supported")
+	// ErrNotSupported reports a feature this machine lacks (no GPU, no VMM
+	// support, ...). It is the CUDA loader's value, so errors.Is works across
+	// packages.
+	ErrNotSupported = cuda.ErrNotSupported
 )

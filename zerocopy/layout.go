@@ -9,9 +9,12 @@ package zerocopy
 //	[0, 4096)            header (static part covered by a CRC-32C, then dynamic words)
 //	[endpointsOff, ...)  maxEndpoints endpoint slots of endpointStride bytes
 //	[samplesOff, ...)    maxSamples sample records of sampleStride bytes
-//	[tlsfOff, ...)       TLSF allocator metadata (package tlsf, its own version)
-//	[poolOff, ...)       the payload pool (host pools only; a GPU pool's bytes live
-//	                     in device memory and poolOff is 0)
+//	[tlsfOff, ...)       TLSF metadata of the host pool (package tlsf, its own version)
+//	[devTLSFOff, ...)    TLSF metadata of the device pool (GPU topics only)
+//	[poolOff, ...)       the host pool: the payload pool of a host topic, the
+//	                     staging pool (host copies) of a GPU topic. A GPU
+//	                     topic's device pool lives in device memory owned by
+//	                     the daemon (package gpupool).
 //
 // Everything in the segment is an offset; no address is ever stored.
 const (
@@ -40,22 +43,26 @@ const (
 	hDomain         = 112 // u32
 	hTopic          = 120 // [256]byte, NUL padded
 	hType           = 376 // [256]byte, NUL padded
-	hStaticEnd      = 632
+	hDevPoolSize    = 632 // u64 device pool bytes (GPU topics; 0 otherwise)
+	hDevTLSFOff     = 640 // u64
+	hDevTLSFSize    = 648 // u64
+	hDevGranule     = 656 // u64
+	hStaticEnd      = 664
 
 	// dynamic header words (each group on its own cache line)
-	hLock         = 640 // shm.Lock (16 bytes)
-	hPubSeq       = 704 // u32 futex: +1 on every publish
-	hPubWaiters   = 708 // u32 blocked subscribers (publishers wake only if > 0)
-	hSpaceSeq     = 768 // u32 futex: +1 whenever a sample, queue slot or block frees
-	hSpaceWaiters = 772 // u32
-	hGeneration   = 832 // u32: +1 on every endpoint change (create, close, reclaim)
-	hState        = 836 // u32 topicState
-	hFreeSample   = 840 // u32 head of the free sample list (1-based, 0 = none)
-	hUsedSamples  = 844 // u32
-	hDrops        = 848 // u64 samples dropped by best-effort publishers (pool full)
-	hDeadPubs     = 856 // u32 publishers reclaimed after their process died
-	hDeadSubs     = 860 // u32 subscribers reclaimed after their process died
-	hRepairs      = 864 // u32 repairs run after a lock holder died
+	hLock         = 704 // shm.Lock (16 bytes)
+	hPubSeq       = 768 // u32 futex: +1 on every publish
+	hPubWaiters   = 772 // u32 blocked subscribers (publishers wake only if > 0)
+	hSpaceSeq     = 832 // u32 futex: +1 whenever a sample, queue slot or block frees
+	hSpaceWaiters = 836 // u32
+	hGeneration   = 896 // u32: +1 on every endpoint change (create, close, reclaim)
+	hState        = 900 // u32 topicState
+	hFreeSample   = 904 // u32 head of the free sample list (1-based, 0 = none)
+	hUsedSamples  = 908 // u32
+	hDrops        = 912 // u64 samples dropped by best-effort publishers (pool full)
+	hDeadPubs     = 920 // u32 publishers reclaimed after their process died
+	hDeadSubs     = 924 // u32 subscribers reclaimed after their process died
+	hRepairs      = 928 // u32 repairs run after a lock holder died
 
 	nameMax = 256
 )
@@ -83,19 +90,32 @@ const (
 
 // Sample record, sampleStride bytes each. Samples are numbered from 1 so that
 // 0 can mean "none" in rings, held arrays and the free list.
+// A sample has a host block, a device block, or both (a GPU topic's sample
+// that host subscribers read too); block index 0 means none.
 const (
-	sampleStride = 96
+	sampleStride = 128
 	sState       = 0  // u32 sampleState
 	sRefs        = 4  // u32 queue + history + held references
-	sBlock       = 8  // u32 TLSF block index
+	sBlock       = 8  // u32 host-pool TLSF block index (0 = none)
 	sNext        = 12 // u32 free-list link while free
-	sOffset      = 16 // u64 payload offset in the pool
+	sOffset      = 16 // u64 payload offset in the host pool
 	sSize        = 24 // u64 payload size as published
 	sSeq         = 32 // u64 publication sequence number
 	sStamp       = 40 // i64 source timestamp, ns since the Unix epoch
 	sGID         = 48 // [16]byte publisher GID
 	sExpires     = 64 // i64 lifespan expiry in ns since the epoch (0 = never)
 	sPubSlot     = 72 // u32 publishing endpoint slot
+	sDevBlock    = 76 // u32 device-pool TLSF block index (0 = none)
+	sDevOffset   = 80 // u64 payload offset in the device pool
+)
+
+// endpointFlags say which forms of a sample an endpoint reads, so that a
+// publisher makes each form once per host, for all readers.
+type endpointFlags uint32
+
+const (
+	flagWantsHost   endpointFlags = 1 << 0
+	flagWantsDevice endpointFlags = 1 << 1
 )
 
 type slotState uint32
@@ -151,18 +171,18 @@ func (k Kind) String() string {
 type PoolKind uint32
 
 const (
-	PoolHost   PoolKind = 0 // POSIX shared memory
-	PoolPinned PoolKind = 1 // POSIX shared memory page-locked for the GPU
-	PoolGPU    PoolKind = 2 // device memory owned by rgapsd
+	// PoolHost: POSIX shared memory. Processes that use a GPU register it
+	// with CUDA (pinned, mapped), so GPU subscribers read it in place.
+	PoolHost PoolKind = 0
+	// PoolGPU: device memory owned by the daemon, plus a host staging pool
+	// for host readers.
+	PoolGPU PoolKind = 2
 )
 
 // Path is the data path an endpoint reports (DESIGN.md §8).
 func (p PoolKind) Path() string {
-	switch p {
-	case PoolGPU:
+	if p == PoolGPU {
 		return "gpu-pool"
-	case PoolPinned:
-		return "host-shm-pinned"
 	}
 	return "host-shm"
 }

@@ -21,19 +21,41 @@ type Loan struct {
 	p    *Publisher
 	n    uint32
 	data []byte
+	size int
 	off  uint64
+	dev  bool // the block is in the device pool
+	ptr  DevicePtr
 	done bool
 }
 
-// Bytes is the loaned memory (host pools). Writes go straight to shared
-// memory: there is no copy at publish time.
+// Bytes is the loaned host memory; nil for a device loan. Writes go straight
+// to shared memory: there is no copy at publish time.
 func (l *Loan) Bytes() []byte { return l.data }
 
-// Offset is the loan's offset in the topic pool (what crosses processes).
+// DevicePtr is the loan's device address: a block of the topic's GPU pool
+// (LoanDevice on a GPU topic), or the mapped address of a host block, which
+// kernels can write over PCIe. Valid in this process's context of
+// Config.Device until Publish or Discard.
+func (l *Loan) DevicePtr() (DevicePtr, error) {
+	if l.ptr != 0 {
+		return l.ptr, nil
+	}
+	base, err := l.p.t.hostDeviceBase()
+	if err != nil {
+		return 0, err
+	}
+	l.ptr = base + DevicePtr(l.off)
+	return l.ptr, nil
+}
+
+// Offset is the loan's offset in its pool (what crosses processes).
 func (l *Loan) Offset() uint64 { return l.off }
 
 // Size is the size asked for.
-func (l *Loan) Size() int { return len(l.data) }
+func (l *Loan) Size() int { return l.size }
+
+// OnDevice reports whether the loan is in the topic's device pool.
+func (l *Loan) OnDevice() bool { return l.dev }
 
 // NewPublisher creates a publisher on spec.Topic, creating the topic when
 // it does not exist on this host.
@@ -75,7 +97,49 @@ func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 // returns ErrPoolExhausted; a BEST_EFFORT one returns it at once and counts
 // a drop. A size larger than the pool returns ErrTooLarge; zero returns
 // ErrInvalid.
-func (p *Publisher) Loan(size int) (*Loan, error) {
+func (p *Publisher) Loan(size int) (*Loan, error) { return p.loan(size, false) }
+
+// LoanDevice lends size bytes of device memory: a block of the topic's GPU
+// pool, or on a host topic a host block the device can write through its
+// mapped address. Fill it with kernels or copies, then Publish: Publish
+// waits for the work this process queued on the device (cuCtxSynchronize),
+// so no subscriber sees the data before the writes completed. Without a
+// GPU it returns an error wrapping ErrNotSupported.
+func (p *Publisher) LoanDevice(size int) (*Loan, error) {
+	if _, err := p.t.d.GPU(); err != nil {
+		return nil, err
+	}
+	l, err := p.loan(size, true)
+	if err != nil {
+		return nil, err
+	}
+	if !l.dev {
+		if _, err := l.DevicePtr(); err != nil {
+			l.Discard()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// PublishFrom publishes size bytes from src, device memory of this process
+// (the thesis' publisher_push): one device-to-device copy into a loan of the
+// pool, then Publish.
+func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
+	l, err := p.LoanDevice(size)
+	if err != nil {
+		return err
+	}
+	dev, _ := p.t.d.GPU()
+	dst, _ := l.DevicePtr()
+	if err := dev.MemcpyDtoD(dst, src, uint64(size)); err != nil {
+		l.Discard()
+		return fmt.Errorf("copying into the loan: %w", err)
+	}
+	return l.Publish()
+}
+
+func (p *Publisher) loan(size int, dev bool) (*Loan, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -89,13 +153,21 @@ func (p *Publisher) Loan(size int) (*Loan, error) {
 		if err := t.lock(); err != nil {
 			return nil, err
 		}
-		n, err := t.newSample(p.slot, uint64(size))
+		n, err := t.newSample(p.slot, uint64(size), dev)
 		t.unlock()
 		if err == nil {
-			off := t.u64(t.sampleOff(n) + sOffset).Load()
-			l := &Loan{p: p, n: n, off: off}
-			if t.pool != nil {
-				l.data = t.pool[off : off+uint64(size) : off+uint64(size)]
+			l := &Loan{p: p, n: n, size: size, dev: dev && t.dalloc != nil}
+			if l.dev {
+				base, err := t.deviceBase()
+				if err != nil {
+					l.Discard()
+					return nil, err
+				}
+				l.off = t.u64(t.sampleOff(n) + sDevOffset).Load()
+				l.ptr = base + DevicePtr(l.off)
+			} else {
+				l.off = t.u64(t.sampleOff(n) + sOffset).Load()
+				l.data = t.pool[l.off : l.off+uint64(size) : l.off+uint64(size)]
 			}
 			return l, nil
 		}
@@ -143,7 +215,28 @@ func (l *Loan) Publish() error {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
 	}
 	l.done = true
+	if l.dev || l.ptr != 0 {
+		// The device may still be writing: the data must be complete before
+		// any subscriber can see the sample.
+		dev, _ := l.p.t.d.GPU()
+		if err := dev.CtxSynchronize(); err != nil {
+			l.p.dropLoan(l.n)
+			return fmt.Errorf("waiting for the device writes: %w", err)
+		}
+	}
 	return l.p.publish(l.n)
+}
+
+// dropLoan returns a held sample (a loan that will not be published).
+func (p *Publisher) dropLoan(n uint32) {
+	t := p.t
+	if t.lock() != nil {
+		return
+	}
+	if t.dropHeld(p.slot, n) {
+		t.unref(n)
+	}
+	t.unlock()
 }
 
 // Publish copies data into a loan and publishes it: for callers that do not
@@ -215,13 +308,36 @@ func (p *Publisher) publish(n uint32) error {
 				deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 			}
 			if !p.waitSpace(seen, deadline) {
-				if err := t.lock(); err == nil {
-					if t.dropHeld(p.slot, n) {
-						t.unref(n)
-					}
-					t.unlock()
-				}
+				p.dropLoan(n)
 				return fmt.Errorf("topic %s: %w (waited %v)", t.name, ErrQueueFull, t.d.cfg.BlockTimeout)
+			}
+			continue
+		}
+		if dev, ok := t.missingForm(n, peers); ok {
+			// Make the form some reader needs, once for all of them: the
+			// block is attached under the lock, the copy runs outside it
+			// (the sample is still only ours).
+			err := t.addBlock(n, dev, t.u64(t.sampleOff(n)+sSize).Load())
+			t.unlock()
+			if errors.Is(err, ErrPoolExhausted) && p.reliable() {
+				if deadline.IsZero() {
+					deadline = time.Now().Add(t.d.cfg.BlockTimeout)
+				}
+				if p.waitSpace(seen, deadline) {
+					continue
+				}
+			}
+			if err == nil {
+				err = t.copyForm(n, dev)
+			}
+			if err != nil {
+				p.dropLoan(n)
+				if errors.Is(err, ErrPoolExhausted) && !p.reliable() {
+					t.u64(so + eLost).Add(1)
+					t.u64(hDrops).Add(1)
+					return nil
+				}
+				return fmt.Errorf("topic %s: making the %s copy: %w", t.name, formName(dev), err)
 			}
 			continue
 		}

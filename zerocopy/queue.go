@@ -17,9 +17,10 @@ import (
 // which repair recounts.
 
 // newSample allocates a block of size bytes and a sample record for it,
-// loaned to slot. It returns ErrPoolExhausted, ErrTooLarge or
+// loaned to slot: in the device pool when dev is set and the topic has one,
+// in the host pool otherwise. It returns ErrPoolExhausted, ErrTooLarge or
 // ErrTooManyLoans.
-func (t *Topic) newSample(slot uint32, size uint64) (uint32, error) {
+func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 	j, err := t.freeHeld(slot)
 	if err != nil {
 		return 0, err
@@ -32,28 +33,58 @@ func (t *Topic) newSample(slot uint32, size uint64) (uint32, error) {
 	if n > t.lay.maxSamples {
 		return 0, fmt.Errorf("%w: free sample list names sample %d", ErrCorrupt, n)
 	}
-	b, err := t.alloc.Alloc(size, 0)
-	switch {
-	case errors.Is(err, tlsf.ErrTooLarge):
-		return 0, fmt.Errorf("%w: %d bytes asked, the pool of topic %s has %d", ErrTooLarge, size, t.name, t.lay.poolSize)
-	case errors.Is(err, tlsf.ErrNoSpace), errors.Is(err, tlsf.ErrNoDescriptors):
-		st := t.alloc.Stats()
-		return 0, fmt.Errorf("%w: %d bytes asked, %d of %d free, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, st.LargestFree)
-	case err != nil:
-		return 0, fmt.Errorf("allocating %d bytes: %w", size, err)
-	}
 	so := t.sampleOff(n)
+	t.u32(so + sBlock).Store(0)
+	t.u32(so + sDevBlock).Store(0)
+	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
+		return 0, err
+	}
 	head.Store(t.u32(so + sNext).Load())
 	t.u32(so + sState).Store(uint32(sampleLoaned))
 	t.u32(so + sRefs).Store(1)
-	t.u32(so + sBlock).Store(b.Index)
-	t.u64(so + sOffset).Store(b.Offset)
 	t.u64(so + sSize).Store(size)
 	t.u32(so + sPubSlot).Store(slot)
 	t.u32(hUsedSamples).Add(1)
 	t.heldWord(slot, j).Store(n)
 	t.u32(t.slotOff(slot) + eHeld).Add(1)
 	return n, nil
+}
+
+// addBlock gives sample n a block of size bytes in the device pool (dev) or
+// the host pool.
+func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
+	a, poolSize, what := t.alloc, t.lay.poolSize, "host"
+	blockF, offF := uint64(sBlock), uint64(sOffset)
+	if dev {
+		a, poolSize, what = t.dalloc, t.lay.devPoolSize, "device"
+		blockF, offF = sDevBlock, sDevOffset
+	}
+	b, err := a.Alloc(size, 0)
+	switch {
+	case errors.Is(err, tlsf.ErrTooLarge):
+		return fmt.Errorf("%w: %d bytes asked, the %s pool of topic %s has %d", ErrTooLarge, size, what, t.name, poolSize)
+	case errors.Is(err, tlsf.ErrNoSpace), errors.Is(err, tlsf.ErrNoDescriptors):
+		st := a.Stats()
+		return fmt.Errorf("%w: %d bytes asked, %d of %d free in the %s pool, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, what, st.LargestFree)
+	case err != nil:
+		return fmt.Errorf("allocating %d bytes: %w", size, err)
+	}
+	so := t.sampleOff(n)
+	t.u64(so + offF).Store(b.Offset)
+	t.u32(so + blockF).Store(b.Index)
+	return nil
+}
+
+// dropBlock gives back sample n's block of one form.
+func (t *Topic) dropBlock(n uint32, dev bool) {
+	so := t.sampleOff(n)
+	a, f := t.alloc, uint64(sBlock)
+	if dev {
+		a, f = t.dalloc, sDevBlock
+	}
+	if b := t.u32(so + f).Swap(0); b != 0 {
+		a.Free(b)
+	}
 }
 
 // freeHeld finds an empty held entry of slot.
@@ -108,9 +139,14 @@ func (t *Topic) freeSample(n uint32) {
 	if sampleState(t.u32(so+sState).Load()) == sampleFree {
 		return
 	}
-	// The block goes back before the record: a death in between leaves a
+	// The blocks go back before the record: a death in between leaves a
 	// record naming a free block, which repair drops.
-	t.alloc.Free(t.u32(so + sBlock).Load())
+	if b := t.u32(so + sBlock).Load(); b != 0 {
+		t.alloc.Free(b)
+	}
+	if b := t.u32(so + sDevBlock).Load(); b != 0 && t.dalloc != nil {
+		t.dalloc.Free(b)
+	}
 	t.u32(so + sRefs).Store(0)
 	t.u32(so + sState).Store(uint32(sampleFree))
 	head := t.u32(hFreeSample)
@@ -196,6 +232,11 @@ func (t *Topic) repair() error {
 	if err := t.alloc.Rebuild(); err != nil {
 		return fmt.Errorf("%w: topic %s: pool allocator: %v", ErrCorrupt, t.name, err)
 	}
+	if t.dalloc != nil {
+		if err := t.dalloc.Rebuild(); err != nil {
+			return fmt.Errorf("%w: topic %s: device pool allocator: %v", ErrCorrupt, t.name, err)
+		}
+	}
 	refs := make([]uint32, l.maxSamples+1)
 	count := func(n uint32) error {
 		if n == 0 || n > l.maxSamples {
@@ -229,20 +270,44 @@ func (t *Topic) repair() error {
 		}
 		t.u32(so + eHeld).Store(held)
 	}
-	owned := make(map[uint32]bool)
+	owned := [2]map[uint32]bool{{}, {}} // host, device
+	allocs := [2]*tlsf.Allocator{t.alloc, t.dalloc}
+	fields := [2]uint64{sBlock, sDevBlock}
 	var free, used uint32
 	for n := l.maxSamples; n >= 1; n-- {
 		so := t.sampleOff(n)
 		st := sampleState(t.u32(so + sState).Load())
 		if st != sampleFree {
-			blk, err := t.alloc.Lookup(t.u32(so + sBlock).Load())
-			if refs[n] == 0 || err != nil || owned[blk.Index] {
+			ok, any := true, false
+			for k := range allocs {
+				idx := t.u32(so + fields[k]).Load()
+				if idx == 0 {
+					continue
+				}
+				if allocs[k] == nil {
+					ok = false
+					continue
+				}
+				blk, err := allocs[k].Lookup(idx)
+				if err != nil || owned[k][blk.Index] {
+					ok = false
+					continue
+				}
+				any = true
+			}
+			if !ok || !any {
 				if refs[n] != 0 {
-					return fmt.Errorf("%w: topic %s: referenced sample %d has no block", ErrCorrupt, t.name, n)
+					return fmt.Errorf("%w: topic %s: referenced sample %d has no valid block", ErrCorrupt, t.name, n)
 				}
 				st = sampleFree
+			} else if refs[n] == 0 {
+				st = sampleFree // nobody can reach it: give its blocks back below
 			} else {
-				owned[blk.Index] = true
+				for k := range allocs {
+					if idx := t.u32(so + fields[k]).Load(); idx != 0 {
+						owned[k][idx] = true
+					}
+				}
 			}
 		} else if refs[n] != 0 {
 			return fmt.Errorf("%w: topic %s: free sample %d is referenced", ErrCorrupt, t.name, n)
@@ -250,6 +315,8 @@ func (t *Topic) repair() error {
 		if st == sampleFree {
 			t.u32(so + sState).Store(uint32(sampleFree))
 			t.u32(so + sRefs).Store(0)
+			t.u32(so + sBlock).Store(0)
+			t.u32(so + sDevBlock).Store(0)
 			t.u32(so + sNext).Store(free)
 			free = n
 			continue
@@ -259,24 +326,31 @@ func (t *Topic) repair() error {
 	}
 	t.u32(hFreeSample).Store(free)
 	t.u32(hUsedSamples).Store(used)
-	var orphans []uint32
-	t.alloc.ForEachUsed(func(b tlsf.Block) bool {
-		if !owned[b.Index] {
-			orphans = append(orphans, b.Index)
+	orphans := 0
+	for k, a := range allocs {
+		if a == nil {
+			continue
 		}
-		return true
-	})
-	for _, b := range orphans {
-		if err := t.alloc.Free(b); err != nil {
+		var lost []uint32
+		a.ForEachUsed(func(b tlsf.Block) bool {
+			if !owned[k][b.Index] {
+				lost = append(lost, b.Index)
+			}
+			return true
+		})
+		for _, b := range lost {
+			if err := a.Free(b); err != nil {
+				return fmt.Errorf("%w: topic %s: %v", ErrCorrupt, t.name, err)
+			}
+		}
+		if err := a.Check(); err != nil {
 			return fmt.Errorf("%w: topic %s: %v", ErrCorrupt, t.name, err)
 		}
-	}
-	if err := t.alloc.Check(); err != nil {
-		return fmt.Errorf("%w: topic %s: %v", ErrCorrupt, t.name, err)
+		orphans += len(lost)
 	}
 	t.u32(hRepairs).Add(1)
 	if lg := t.d.cfg.Logger; lg != nil {
-		lg.Warn("repaired topic after its lock holder died", "topic", t.name, "samples", used, "orphan_blocks", len(orphans))
+		lg.Warn("repaired topic after its lock holder died", "topic", t.name, "samples", used, "orphan_blocks", orphans)
 	}
 	t.wakeSpace()
 	return nil

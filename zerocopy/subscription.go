@@ -17,11 +17,15 @@ type Subscription struct{ *endpoint }
 // Return; they must not be modified (other subscriptions read the same
 // bytes).
 type Sample struct {
-	s    *Subscription
-	n    uint32
-	data []byte
-	info MessageInfo
-	done bool
+	s       *Subscription
+	n       uint32
+	data    []byte
+	size    uint64
+	devOff  uint64
+	hasDev  bool
+	hasHost bool
+	info    MessageInfo
+	done    bool
 }
 
 // MessageInfo is what rmw_message_info_t carries.
@@ -33,9 +37,38 @@ type MessageInfo struct {
 	Offset            uint64 // offset of the payload in the topic pool
 }
 
-// Bytes is the payload, read in place from the pool (host pools) through a
-// read-only mapping: writing to it faults. It is nil after Return.
+// Bytes is the payload, read in place from the host pool through a
+// read-only mapping: writing to it faults. It is nil after Return, and nil
+// for a GPU subscription's sample of a GPU topic that no host reader needed
+// (use DevicePtr).
 func (s *Sample) Bytes() []byte { return s.data }
+
+// Size is the payload size.
+func (s *Sample) Size() int { return int(s.size) }
+
+// DevicePtr is the payload's device address, valid in this process's
+// context of Config.Device until Return: a block of the topic's GPU pool,
+// or on a host topic the mapped address of the host block (kernels read it
+// in place over PCIe). The subscriber never sees a sample before the
+// publisher's device writes completed (Loan.Publish synchronises first).
+func (s *Sample) DevicePtr() (DevicePtr, error) {
+	if s.done {
+		return 0, fmt.Errorf("%w: sample already returned", ErrInvalid)
+	}
+	t := s.s.t
+	if s.hasDev {
+		base, err := t.deviceBase()
+		if err != nil {
+			return 0, err
+		}
+		return base + DevicePtr(s.devOff), nil
+	}
+	base, err := t.hostDeviceBase()
+	if err != nil {
+		return 0, err
+	}
+	return base + DevicePtr(s.info.Offset), nil
+}
 
 // Info describes the sample.
 func (s *Sample) Info() MessageInfo { return s.info }
@@ -99,13 +132,17 @@ func (s *Subscription) Take() (*Sample, error) {
 	smp := &Sample{s: s, n: n}
 	smp.info.Offset = t.u64(so + sOffset).Load()
 	size := t.u64(so + sSize).Load()
+	smp.size = size
+	smp.hasHost = t.u32(so+sBlock).Load() != 0
+	smp.hasDev = t.u32(so+sDevBlock).Load() != 0
+	smp.devOff = t.u64(so + sDevOffset).Load()
 	smp.info.Sequence = t.u64(so + sSeq).Load()
 	smp.info.SourceTimestamp = time.Unix(0, int64(t.u64(so+sStamp).Load()))
 	copy(smp.info.Publisher[:], t.seg.Bytes(so+sGID, 16))
 	t.unlock()
 	t.wakeSpace() // a reliable publisher may wait for this queue slot
 	smp.info.ReceivedTimestamp = now
-	if t.rpool != nil {
+	if t.rpool != nil && smp.hasHost {
 		smp.data = t.rpool[smp.info.Offset : smp.info.Offset+size : smp.info.Offset+size]
 	}
 	s.mu.Lock()

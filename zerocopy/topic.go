@@ -24,11 +24,16 @@ type layout struct {
 	poolKind                                     PoolKind
 	maxEndpoints, queueCap, heldCap, maxSamples  uint32
 	poolSize, granule                            uint64
+	devPoolSize, devGranule                      uint64
 	endpointsOff, endpointStride, samplesOff     uint64
-	tlsfOff, tlsfSize, poolOff, total, maxBlocks uint64
+	tlsfOff, tlsfSize, devTLSFOff, devTLSFSize   uint64
+	poolOff, total, maxBlocks                    uint64
 }
 
-func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples uint32, poolSize, granule uint64) layout {
+// devGranule aligns device blocks for any vectorised kernel access.
+const devGranuleDefault = 256
+
+func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples uint32, poolSize, granule, devPoolSize, devGranule uint64) layout {
 	l := layout{poolKind: kind, maxEndpoints: maxEndpoints, queueCap: queueCap, heldCap: heldCap, maxSamples: maxSamples, granule: granule}
 	l.poolSize = poolSize &^ (granule - 1)
 	l.endpointStride = align(eRing+4*uint64(queueCap)+4*uint64(heldCap), 64)
@@ -36,17 +41,28 @@ func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples ui
 	l.samplesOff = align(l.endpointsOff+uint64(maxEndpoints)*l.endpointStride, 64)
 	l.tlsfOff = align(l.samplesOff+uint64(maxSamples)*sampleStride, 64)
 	// Every live block belongs to a sample, and free blocks never touch, so
-	// 2*maxSamples+1 descriptors always suffice.
+	// 2*maxSamples+1 descriptors always suffice (per pool).
 	l.maxBlocks = 2*uint64(maxSamples) + 2
 	l.tlsfSize = align(uint64(tlsf.MetaSize(uint32(l.maxBlocks))), 64)
 	end := l.tlsfOff + l.tlsfSize
 	if kind == PoolGPU {
-		l.total = align(end, 4096)
-	} else {
-		l.poolOff = align(end, max(4096, granule))
-		l.total = l.poolOff + l.poolSize
+		l.devGranule = devGranule
+		l.devPoolSize = devPoolSize &^ (devGranule - 1)
+		l.devTLSFOff = end
+		l.devTLSFSize = l.tlsfSize
+		end = l.devTLSFOff + l.devTLSFSize
 	}
+	l.poolOff = align(end, max(4096, granule))
+	l.total = l.poolOff + l.poolSize
 	return l
+}
+
+func layoutFor(cfg Config, kind PoolKind) layout {
+	host, dev := cfg.PoolSize, uint64(0)
+	if kind == PoolGPU {
+		host, dev = cfg.StagingSize, cfg.PoolSize
+	}
+	return computeLayout(kind, cfg.MaxEndpoints, cfg.QueueCap, cfg.HeldCap, cfg.MaxSamples, host, defaultGranule, dev, devGranuleDefault)
 }
 
 // Topic is one process's mapping of a topic segment. It is shared by every
@@ -60,8 +76,14 @@ type Topic struct {
 	lk      shm.Lock
 	lay     layout
 	alloc   *tlsf.Allocator
-	pool    []byte // host pools: the payload bytes; nil for GPU pools
-	rpool   []byte // the same bytes mapped read-only, for taken samples
+	dalloc  *tlsf.Allocator // GPU topics: the device pool's allocator
+	pool    []byte          // the host pool's bytes
+	rpool   []byte          // the same bytes mapped read-only, for taken samples
+	gpuMu   sync.Mutex      // guards the GPU state below
+	devBase DevicePtr       // GPU topics: the device pool in this process
+	devMap  closer          // its mapping (gpupool.Mapping)
+	hostReg bool            // host pool registered with CUDA in this process
+	hostDev DevicePtr       // the host pool's device address once registered
 	created bool   // this process created the segment
 
 	pubSeq, pubWaiters     *atomic.Uint32
@@ -98,7 +120,7 @@ func segPrefix(cfg Config) string { return fmt.Sprintf("%s_d%d_t", cfg.Prefix, c
 // openTopic maps the topic's segment, creating it when absent ("first arrival
 // creates", as the thesis does). A segment that exists with another type,
 // another version or a damaged header is refused.
-func openTopic(d *Domain, topic, typ string) (*Topic, error) {
+func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 	if err := names.ValidateFullTopicName(topic); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -113,7 +135,7 @@ func openTopic(d *Domain, topic, typ string) (*Topic, error) {
 		seg, err := shm.Open(name, headerSize)
 		created := false
 		if errors.Is(err, shm.ErrNotExist) {
-			seg, err = createSegment(d.cfg, name, topic, typ)
+			seg, err = createSegment(d.cfg, name, topic, typ, kind)
 			if errors.Is(err, shm.ErrExist) {
 				continue
 			}
@@ -146,8 +168,8 @@ func openTopic(d *Domain, topic, typ string) (*Topic, error) {
 	return nil, fmt.Errorf("topic %s: segment keeps disappearing while opening", topic)
 }
 
-func createSegment(cfg Config, name, topic, typ string) (*shm.Segment, error) {
-	l := computeLayout(PoolHost, cfg.MaxEndpoints, cfg.QueueCap, cfg.HeldCap, cfg.MaxSamples, cfg.PoolSize, defaultGranule)
+func createSegment(cfg Config, name, topic, typ string, kind PoolKind) (*shm.Segment, error) {
+	l := layoutFor(cfg, kind)
 	seg, err := shm.Create(name, int64(l.total), cfg.Perm, cfg.Group)
 	if err != nil {
 		return nil, err
@@ -173,10 +195,20 @@ func createSegment(cfg Config, name, topic, typ string) (*shm.Segment, error) {
 	le.PutUint32(h[hDomain:], cfg.Domain)
 	copy(h[hTopic:hTopic+nameMax-1], topic)
 	copy(h[hType:hType+nameMax-1], typ)
+	le.PutUint64(h[hDevPoolSize:], l.devPoolSize)
+	le.PutUint64(h[hDevTLSFOff:], l.devTLSFOff)
+	le.PutUint64(h[hDevTLSFSize:], l.devTLSFSize)
+	le.PutUint64(h[hDevGranule:], l.devGranule)
 	le.PutUint32(h[hCRC:], crc32.Checksum(h[:hStaticEnd], castagnoli))
 	if _, err := tlsf.Init(seg.Bytes(l.tlsfOff, l.tlsfSize), l.poolSize, uint32(l.maxBlocks), l.granule); err != nil {
 		seg.Close()
 		return nil, fmt.Errorf("formatting pool allocator: %w", err)
+	}
+	if kind == PoolGPU {
+		if _, err := tlsf.Init(seg.Bytes(l.devTLSFOff, l.devTLSFSize), l.devPoolSize, uint32(l.maxBlocks), l.devGranule); err != nil {
+			seg.Close()
+			return nil, fmt.Errorf("formatting device pool allocator: %w", err)
+		}
 	}
 	// Free sample list: 1 → 2 → … → maxSamples → 0.
 	for i := uint32(1); i <= l.maxSamples; i++ {
@@ -215,14 +247,17 @@ func readHeader(seg *shm.Segment) (layout, string, string, error) {
 	kind := PoolKind(le.Uint32(h[hPoolKind:]))
 	qc, hc, me, ms := le.Uint32(h[hQueueCap:]), le.Uint32(h[hHeldCap:]), le.Uint32(h[hMaxEndpoints:]), le.Uint32(h[hMaxSamples:])
 	gran, psize := le.Uint64(h[hGranule:]), le.Uint64(h[hPoolSize:])
-	if kind > PoolGPU || qc == 0 || qc&(qc-1) != 0 || qc > 1<<20 || hc == 0 || hc > 1<<16 || me == 0 || me > 1<<12 ||
-		ms == 0 || ms > 1<<24 || gran < tlsf.MinGranule || gran&(gran-1) != 0 || gran > 1<<30 || psize > 1<<40 {
+	dgran, dsize := le.Uint64(h[hDevGranule:]), le.Uint64(h[hDevPoolSize:])
+	if (kind != PoolHost && kind != PoolGPU) || qc == 0 || qc&(qc-1) != 0 || qc > 1<<20 || hc == 0 || hc > 1<<16 || me == 0 || me > 1<<12 ||
+		ms == 0 || ms > 1<<24 || gran < tlsf.MinGranule || gran&(gran-1) != 0 || gran > 1<<30 || psize > 1<<40 ||
+		(kind == PoolGPU && (dgran < tlsf.MinGranule || dgran&(dgran-1) != 0 || dgran > 1<<30 || dsize > 1<<40)) {
 		return l, "", "", fmt.Errorf("%w: %s: impossible parameters in header", ErrCorrupt, seg.Name())
 	}
-	l = computeLayout(kind, me, qc, hc, ms, psize, gran)
+	l = computeLayout(kind, me, qc, hc, ms, psize, gran, dsize, dgran)
 	if l.endpointsOff != le.Uint64(h[hEndpointsOff:]) || l.endpointStride != le.Uint64(h[hEndpointStride:]) ||
 		l.samplesOff != le.Uint64(h[hSamplesOff:]) || l.tlsfOff != le.Uint64(h[hTLSFOff:]) ||
-		l.tlsfSize != le.Uint64(h[hTLSFSize:]) || l.poolOff != le.Uint64(h[hPoolOff:]) || l.total != le.Uint64(h[hTotalSize:]) {
+		l.tlsfSize != le.Uint64(h[hTLSFSize:]) || l.poolOff != le.Uint64(h[hPoolOff:]) || l.total != le.Uint64(h[hTotalSize:]) ||
+		l.devTLSFOff != le.Uint64(h[hDevTLSFOff:]) || l.devTLSFSize != le.Uint64(h[hDevTLSFSize:]) || l.devPoolSize != dsize {
 		return l, "", "", fmt.Errorf("%w: %s: header offsets disagree with its parameters", ErrCorrupt, seg.Name())
 	}
 	if uint64(seg.Size()) != l.total {
@@ -252,8 +287,17 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
 	if s := alloc.Stats(); s.PoolSize != l.poolSize {
 		return nil, fmt.Errorf("%w: %s: allocator manages %d bytes, header says %d", ErrCorrupt, seg.Name(), s.PoolSize, l.poolSize)
 	}
+	var dalloc *tlsf.Allocator
+	if l.poolKind == PoolGPU {
+		if dalloc, err = tlsf.Attach(seg.Bytes(l.devTLSFOff, l.devTLSFSize)); err != nil {
+			return nil, fmt.Errorf("%w: %s: device pool allocator: %v", ErrCorrupt, seg.Name(), err)
+		}
+		if s := dalloc.Stats(); s.PoolSize != l.devPoolSize {
+			return nil, fmt.Errorf("%w: %s: device allocator manages %d bytes, header says %d", ErrCorrupt, seg.Name(), s.PoolSize, l.devPoolSize)
+		}
+	}
 	t := &Topic{
-		d: d, name: name, typ: typ, seg: seg, lay: l, alloc: alloc,
+		d: d, name: name, typ: typ, seg: seg, lay: l, alloc: alloc, dalloc: dalloc,
 		lk:           shm.LockAt(seg, hLock),
 		pubSeq:       seg.Uint32(hPubSeq),
 		pubWaiters:   seg.Uint32(hPubWaiters),
@@ -263,15 +307,13 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
 		state:        seg.Uint32(hState),
 		endpoints:    map[uint32]endpointLocal{},
 	}
-	if l.poolKind != PoolGPU {
-		t.pool = seg.Bytes(l.poolOff, l.poolSize)
-	}
+	t.pool = seg.Bytes(l.poolOff, l.poolSize)
 	return t, nil
 }
 
 // mapReadOnly adds the read-only view of the pool that taken samples use.
 func (t *Topic) mapReadOnly() error {
-	if t.pool == nil || t.rpool != nil {
+	if t.rpool != nil || t.lay.poolSize == 0 {
 		return nil
 	}
 	b, err := t.seg.ReadOnlyView(t.lay.poolOff, t.lay.poolSize)
@@ -284,6 +326,7 @@ func (t *Topic) mapReadOnly() error {
 
 // unmap releases every mapping of the topic in this process.
 func (t *Topic) unmap() {
+	t.releaseGPU()
 	shm.Unmap(t.rpool)
 	t.rpool = nil
 	t.seg.Close()

@@ -22,11 +22,24 @@ func Prefix() string {
 	return fmt.Sprintf("rgt%d", os.Getpid())
 }
 
+// Daemon, when set (by a test package's init), lets the test binary serve
+// as `rgaps daemon`: tests point RGAPS_DAEMON at os.Args[0], so the engine's
+// auto-start runs the daemon code under test, with the race detector.
+var Daemon func(args []string) error
+
 // Main runs the tests of a package and fails the run when they leaked
 // goroutines, file descriptors or shared-memory segments. Child processes
 // (re-executions of the test binary) skip the check: their parent checks.
 func Main(m *testing.M) {
 	os.Setenv("RGAPS_SHM_PREFIX", Prefix())
+	if len(os.Args) > 1 && os.Args[1] == "daemon" && Daemon != nil {
+		// The engine started this test binary as its daemon (RGAPS_DAEMON).
+		if err := Daemon(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "daemon:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(ChildEnv) != "" {
 		os.Exit(runChild())
 	}

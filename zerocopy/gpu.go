@@ -1,0 +1,214 @@
+package zerocopy
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
+)
+
+// DevicePtr is a CUDA device address valid in this process's primary
+// context of Config.Device.
+type DevicePtr = cuda.DevicePtr
+
+type closer interface{ Close() error }
+
+// Memory says which form of the data an endpoint uses.
+type Memory int
+
+const (
+	// MemoryHost: the endpoint reads and writes host memory (Bytes).
+	MemoryHost Memory = iota
+	// MemoryGPU: the endpoint reads and writes device memory (DevicePtr); a
+	// topic first opened by such an endpoint gets a GPU pool.
+	MemoryGPU
+)
+
+func (m Memory) String() string {
+	if m == MemoryGPU {
+		return "gpu"
+	}
+	return "host"
+}
+
+// gpuState is a process's CUDA device and daemon connection, opened on first
+// use (a process that never touches GPU data never loads CUDA).
+type gpuState struct {
+	once   sync.Once
+	dev    *cuda.Device
+	client *gpupool.Client
+	err    error
+}
+
+// GPU returns the process's CUDA device for this domain, opening it on
+// first use; the error wraps ErrNotSupported without a usable GPU.
+func (d *Domain) GPU() (*cuda.Device, error) {
+	d.gpuState.once.Do(func() {
+		dev, err := cuda.Open(d.cfg.Device)
+		if err != nil {
+			d.gpuState.err = err
+			return
+		}
+		d.gpuState.dev = dev
+	})
+	return d.gpuState.dev, d.gpuState.err
+}
+
+// daemon returns the connection to the pool owner, dialling (and starting
+// it) on first use.
+func (d *Domain) daemon() (*gpupool.Client, error) {
+	d.gpuMu.Lock()
+	defer d.gpuMu.Unlock()
+	if d.gpuState.client != nil {
+		return d.gpuState.client, nil
+	}
+	c, err := gpupool.Dial(d.cfg.Prefix, d.cfg.Domain, !d.cfg.NoDaemonAutostart)
+	if err != nil {
+		return nil, err
+	}
+	d.gpuState.client = c
+	return c, nil
+}
+
+func (d *Domain) closeGPU() {
+	if d.gpuState.client != nil {
+		d.gpuState.client.Close()
+	}
+	if d.gpuState.dev != nil {
+		d.gpuState.dev.Close()
+	}
+}
+
+// deviceBase maps a GPU topic's device pool into this process (asking the
+// daemon once) and returns its base address.
+func (t *Topic) deviceBase() (DevicePtr, error) {
+	t.gpuMu.Lock()
+	defer t.gpuMu.Unlock()
+	if t.devBase != 0 {
+		return t.devBase, nil
+	}
+	if t.lay.poolKind != PoolGPU {
+		return 0, fmt.Errorf("topic %s has no device pool", t.name)
+	}
+	dev, err := t.d.GPU()
+	if err != nil {
+		return 0, err
+	}
+	c, err := t.d.daemon()
+	if err != nil {
+		return 0, err
+	}
+	m, err := c.Pool(dev, t.seg.Name(), t.lay.devPoolSize)
+	if err != nil {
+		return 0, err
+	}
+	if m.Size < t.lay.devPoolSize {
+		m.Close()
+		return 0, fmt.Errorf("%w: the daemon's pool for %s has %d bytes, the topic needs %d", ErrCorrupt, t.name, m.Size, t.lay.devPoolSize)
+	}
+	t.devBase, t.devMap = m.Ptr, m
+	if lg := t.d.cfg.Logger; lg != nil {
+		lg.Info("GPU pool mapped", "topic", t.name, "bytes", m.Size, "handle", m.Kind)
+	}
+	return t.devBase, nil
+}
+
+// hostDeviceBase registers the host pool with CUDA (page-locked, mapped for
+// the device) in this process and returns its device address: GPU readers
+// of a host topic read it in place over PCIe, and copies to and from it run
+// at pinned speed.
+func (t *Topic) hostDeviceBase() (DevicePtr, error) {
+	t.gpuMu.Lock()
+	defer t.gpuMu.Unlock()
+	if t.hostReg {
+		return t.hostDev, nil
+	}
+	dev, err := t.d.GPU()
+	if err != nil {
+		return 0, err
+	}
+	if err := dev.HostRegister(t.pool, cuda.HostRegisterPortable|cuda.HostRegisterDeviceMap); err != nil {
+		return 0, fmt.Errorf("pinning the host pool of %s: %w", t.name, err)
+	}
+	p, err := dev.HostDevicePointer(t.pool)
+	if err != nil {
+		dev.HostUnregister(t.pool)
+		return 0, fmt.Errorf("mapping the host pool of %s: %w", t.name, err)
+	}
+	t.hostReg, t.hostDev = true, p
+	return p, nil
+}
+
+func (t *Topic) releaseGPU() {
+	t.gpuMu.Lock()
+	defer t.gpuMu.Unlock()
+	if t.devMap != nil {
+		t.devMap.Close()
+		t.devMap, t.devBase = nil, 0
+	}
+	if t.hostReg {
+		if dev, err := t.d.GPU(); err == nil {
+			dev.HostUnregister(t.pool)
+		}
+		t.hostReg, t.hostDev = false, 0
+	}
+}
+
+func formName(dev bool) string {
+	if dev {
+		return "device"
+	}
+	return "host"
+}
+
+// missingForm reports a form of sample n (device when dev) that a matched
+// reader needs and the sample lacks. Only GPU topics have two forms: on a
+// host topic a GPU reader reads the host block through its mapped address.
+// Must hold the topic lock.
+func (t *Topic) missingForm(n uint32, peers map[GID]peerInfo) (dev bool, missing bool) {
+	if t.lay.poolKind != PoolGPU {
+		return false, false
+	}
+	so := t.sampleOff(n)
+	hasHost, hasDev := t.u32(so+sBlock).Load() != 0, t.u32(so+sDevBlock).Load() != 0
+	for _, pi := range peers {
+		if pi.flags&flagWantsHost != 0 && !hasHost {
+			return false, true
+		}
+		if pi.flags&flagWantsDevice != 0 && !hasDev {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// copyForm fills sample n's block of one form (device when toDev) from its
+// other form. The host pool is registered with CUDA first, so the copy runs
+// at pinned speed straight into (or out of) shared memory.
+func (t *Topic) copyForm(n uint32, toDev bool) error {
+	dev, err := t.d.GPU()
+	if err != nil {
+		return err
+	}
+	if _, err := t.hostDeviceBase(); err != nil {
+		return err
+	}
+	base, err := t.deviceBase()
+	if err != nil {
+		return err
+	}
+	so := t.sampleOff(n)
+	size := t.u64(so + sSize).Load()
+	hoff, doff := t.u64(so+sOffset).Load(), t.u64(so+sDevOffset).Load()
+	host := t.pool[hoff : hoff+size : hoff+size]
+	if toDev {
+		err = dev.MemcpyHtoD(base+DevicePtr(doff), host)
+	} else {
+		err = dev.MemcpyDtoH(host, base+DevicePtr(doff))
+	}
+	if err == nil {
+		err = dev.CtxSynchronize()
+	}
+	return err
+}

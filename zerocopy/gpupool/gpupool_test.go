@@ -1,0 +1,212 @@
+package gpupool_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
+)
+
+func init() {
+	testutil.Daemon = func(args []string) error {
+		return gpupool.Main(args, testutil.Prefix(), 0, func(string) (int, error) { return -1, nil })
+	}
+	// ping-as-nobody DOMAIN: connect as another user; print the reply.
+	testutil.Role("ping-as", func(a []string) error {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + gpupool.SocketName(testutil.Prefix(), 77)}); err != nil {
+			return err
+		}
+		unix.Sendmsg(fd, []byte(`{"version":1,"op":"ping"}`), nil, nil, 0)
+		buf := make([]byte, gpupool.MaxMessage)
+		n, _, _, _, err := unix.Recvmsg(fd, buf, nil, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(buf[:n]))
+		return nil
+	})
+}
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+func startServer(t *testing.T, domain uint32, shmDir string) *gpupool.Server {
+	t.Helper()
+	srv, err := gpupool.Listen(gpupool.ServerConfig{Prefix: testutil.Prefix(), Domain: domain, AllowGroup: -1, ShmDir: shmDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
+}
+
+// A second daemon for the same domain cannot bind: one owner per host.
+func TestOneDaemonPerDomain(t *testing.T) {
+	startServer(t, 70, t.TempDir())
+	_, err := gpupool.Listen(gpupool.ServerConfig{Prefix: testutil.Prefix(), Domain: 70, AllowGroup: -1})
+	if !errors.Is(err, unix.EADDRINUSE) {
+		t.Fatalf("second daemon: %v, want EADDRINUSE", err)
+	}
+}
+
+// Ping, stats, and a pool request: on a machine without a GPU the reply is
+// a typed not-supported error; with one, a mapped pool of the right size.
+func TestPoolRequest(t *testing.T) {
+	dir := t.TempDir()
+	startServer(t, 71, dir)
+	c, err := gpupool.Dial(testutil.Prefix(), 71, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if pid, err := c.Ping(); err != nil || pid != os.Getpid() {
+		t.Fatalf("ping: pid %d, %v", pid, err)
+	}
+	if _, err := c.Pool(nil, "missing_segment", 1<<20); err == nil {
+		t.Fatal("pool for a segment that does not exist was granted")
+	}
+	os.WriteFile(filepath.Join(dir, "seg_a"), nil, 0o600)
+	dev, err := cuda.Open(0)
+	if errors.Is(err, cuda.ErrNotSupported) {
+		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
+			t.Fatalf("RGAPS_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		// The request itself must come back as a typed not-supported error.
+		_, err := c.Pool(nil, "seg_a", 1<<20)
+		if !errors.Is(err, cuda.ErrNotSupported) {
+			t.Fatalf("pool without a GPU: %v, want ErrNotSupported", err)
+		}
+		t.Skipf("no GPU (%v): checked the not-supported reply only", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m, err := c.Pool(dev, "seg_a", 3<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Size < 3<<20 || m.Ptr == 0 {
+		t.Fatalf("mapping %+v", m)
+	}
+	if err := dev.MemsetD8(m.Ptr, 7, 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	pools, err := c.Stats()
+	if err != nil || len(pools) != 1 || pools[0].Segment != "seg_a" {
+		t.Fatalf("stats: %+v %v", pools, err)
+	}
+	// The pool goes when its segment goes.
+	os.Remove(filepath.Join(dir, "seg_a"))
+	testutil.Eventually(t, 5*time.Second, "pool freed after its segment went", func() bool {
+		p, _ := c.Stats()
+		return len(p) == 0
+	})
+}
+
+// Garbage and bad versions get an error reply, never a crash.
+func TestMalformedRequests(t *testing.T) {
+	startServer(t, 72, t.TempDir())
+	for _, msg := range []string{"not json", `{"version":99,"op":"ping"}`, `{"version":1,"op":"format-disk"}`, `{"version":1,"op":"pool","segment":"","size":1}`, `{"version":1,"op":"pool","segment":"x","size":0}`, strings.Repeat("{", 4000)} {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + gpupool.SocketName(testutil.Prefix(), 72)}); err != nil {
+			t.Fatal(err)
+		}
+		unix.Sendmsg(fd, []byte(msg), nil, nil, 0)
+		buf := make([]byte, gpupool.MaxMessage)
+		n, _, _, _, err := unix.Recvmsg(fd, buf, nil, 0)
+		unix.Close(fd)
+		var r gpupool.Reply
+		if err != nil || json.Unmarshal(buf[:n], &r) != nil || r.OK || r.Error == "" {
+			t.Errorf("request %.40q: reply %q (%v)", msg, buf[:n], err)
+		}
+	}
+	c, err := gpupool.Dial(testutil.Prefix(), 72, false)
+	if err != nil {
+		t.Fatalf("daemon unusable after garbage: %v", err)
+	}
+	c.Close()
+}
+
+// The daemon serves only its own user (and root): another user is refused
+// and nothing else happens.
+func TestRefusesOtherUsers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	startServer(t, 77, t.TempDir())
+	// The test binary lives where only root may look: copy it out.
+	dir, err := os.MkdirTemp("", "rgaps-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	exe, _ := os.Executable()
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "child"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "child"), "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), testutil.ChildEnv+"=ping-as")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"ok":false`) || !strings.Contains(string(out), "may not use") {
+		t.Fatalf("another user's ping was not refused: %s", out)
+	}
+}
+
+// With no daemon running, the client starts one (RGAPS_DAEMON names the
+// binary: here this test binary, which serves as `rgaps daemon`), and the
+// daemon exits by itself once idle.
+func TestAutostartAndIdleExit(t *testing.T) {
+	t.Setenv("RGAPS_DAEMON", os.Args[0])
+	t.Setenv("RGAPS_DAEMON_IDLE", "300ms")
+	c, err := gpupool.Dial(testutil.Prefix(), 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := c.Ping()
+	if err != nil || pid == os.Getpid() {
+		t.Fatalf("ping: %d %v", pid, err)
+	}
+	c.Close()
+	testutil.Eventually(t, 20*time.Second, "idle daemon exits", func() bool {
+		return !shm.Alive(shm.Owner{Pid: uint32(pid)})
+	})
+}
