@@ -104,6 +104,7 @@ func requireGPU(t testing.TB, d *Domain) *cuda.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testutil.AllowCurrentFDs() // the driver's own, for the process's life
 	// Children and the daemon are this test binary (testutil.Daemon).
 	t.Setenv("RGAPS_DAEMON", os.Args[0])
 	t.Setenv("RGAPS_DAEMON_IDLE", "2s")

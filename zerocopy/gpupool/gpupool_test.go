@@ -106,6 +106,7 @@ func TestPoolRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
+	testutil.AllowCurrentFDs() // the driver's own, for the process's life
 	m, err := c.Pool(dev, "seg_a", 3<<20)
 	if err != nil {
 		t.Fatal(err)
