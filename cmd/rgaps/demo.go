@@ -28,6 +28,7 @@ import (
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -97,16 +98,18 @@ type demoOpts struct {
 	size   int64
 	subs   int
 	rate   float64
+	host   bool // stay on host memory even with a GPU
 }
 
 func parseDemo(args []string, out io.Writer) (demoOpts, error) {
 	o := demoOpts{}
 	size := sizeFlag(4 << 20)
-	fs := newFlags("rgaps demo", "[-n N] [-size BYTES] [-subs K] [-rate HZ]", out)
+	fs := newFlags("rgaps demo", "[-n N] [-size BYTES] [-subs K] [-rate HZ] [-host]", out)
 	fs.IntVar(&o.n, "n", 200, "messages to publish")
 	fs.Var(&size, "size", "largest message `size`; sizes vary from 1 KiB up to it")
 	fs.IntVar(&o.subs, "subs", 2, "subscriber processes")
 	fs.Float64Var(&o.rate, "rate", 100, "messages per second; 0 publishes as fast as the subscribers keep up")
+	fs.BoolVar(&o.host, "host", false, "use host memory even when a GPU is available")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return o, err
 	}
@@ -163,9 +166,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // done, or gone) and the queue is empty, then prints "report <json>".
 func runDemoSub(args []string) (err error) {
 	var topic string
+	var onGPU bool
 	size := sizeFlag(4 << 20)
-	fs := newFlags("rgaps demo "+demoSubRole, "-topic T -size BYTES", os.Stderr)
+	fs := newFlags("rgaps demo "+demoSubRole, "-topic T -size BYTES [-gpu]", os.Stderr)
 	fs.StringVar(&topic, "topic", "", "topic")
+	fs.BoolVar(&onGPU, "gpu", false, "read device pointers (GPU subscription)")
 	fs.Var(&size, "size", "largest message size")
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
@@ -175,7 +180,16 @@ func runDemoSub(args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.close()) }()
-	sub, err := s.node.NewSubscription(topic, typeBytes, demoQoS())
+	var opts []rgaps.EndpointOption
+	var dev *cuda.Device
+	var devBuf []byte
+	if onGPU {
+		opts = append(opts, rgaps.OnGPU())
+		if dev, err = s.ctx.Engine().GPU(); err != nil {
+			return err
+		}
+	}
+	sub, err := s.node.NewSubscription(topic, typeBytes, demoQoS(), opts...)
 	if err != nil {
 		return fmt.Errorf("subscribing: %w", err)
 	}
@@ -223,6 +237,21 @@ func runDemoSub(args []string) (err error) {
 			return fmt.Errorf("taking message: %w", err)
 		}
 		info, b := smp.Info(), smp.Bytes()
+		if onGPU {
+			// The subscriber holds a device pointer to the shared GPU pool;
+			// the demo copies it back only to check every byte.
+			p, err := smp.DevicePtr()
+			if err != nil {
+				return fmt.Errorf("device pointer: %w", err)
+			}
+			if cap(devBuf) < smp.Size() {
+				devBuf = make([]byte, smp.Size())
+			}
+			b = devBuf[:smp.Size()]
+			if err := dev.MemcpyDtoH(b, p); err != nil {
+				return fmt.Errorf("reading the device copy: %w", err)
+			}
+		}
 		rep.Received++
 		rep.Bytes += int64(len(b))
 		rep.LastRecv = info.ReceivedTimestamp.UnixNano()
@@ -349,7 +378,18 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, s.close()) }()
 	topic := fmt.Sprintf("/rgaps_demo/p%d", os.Getpid())
-	pub, err := s.node.NewPublisher(topic, typeBytes, demoQoS())
+	memory := "host shared memory"
+	var opts []rgaps.EndpointOption
+	if o.host {
+		memory += " (-host)"
+	} else if dev, gerr := s.ctx.Engine().GPU(); gerr != nil {
+		memory += fmt.Sprintf(" (no GPU here: %v)", gerr)
+	} else {
+		info, _ := dev.Info()
+		memory = fmt.Sprintf("shared GPU pool on %s: one host→device copy per message, read in place by every GPU subscriber", info.Name)
+		opts = append(opts, rgaps.OnGPU())
+	}
+	pub, err := s.node.NewPublisher(topic, typeBytes, demoQoS(), opts...)
 	if err != nil {
 		return fmt.Errorf("creating publisher: %w", err)
 	}
@@ -366,6 +406,9 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		s.ctx.Engine().Reclaim()
 	}()
 	args := []string{"demo", demoSubRole, "-domain", strconv.FormatUint(uint64(domain), 10), "-topic", topic, "-size", strconv.FormatInt(o.size, 10)}
+	if len(opts) > 0 {
+		args = append(args, "-gpu")
+	}
 	for i := range o.subs {
 		c, err := startDemoChild(exe, args)
 		if err != nil {
@@ -393,7 +436,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		}
 	}
 	fmt.Fprintf(w, "data path: %s\n", describePaths(paths))
-	fmt.Fprintln(w, "memory:    host shared memory (GPU pools not built in this version)")
+	fmt.Fprintln(w, "memory:    "+memory)
 	fmt.Fprintf(w, "pool:      %s per topic; QoS %s\n", humanBytes(pool), pub.QoS())
 	fmt.Fprintf(w, "publishing %d messages of mixed sizes up to %s at %s...\n", o.n, humanBytes(o.size), rateString(o.rate))
 
