@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // errUsage makes main print the usage and exit 2.
@@ -30,6 +31,9 @@ func register(name, summary string, run func(args []string) error) {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: rgaps <command> [arguments]\n\ncommands:")
 	for _, c := range commands {
+		if strings.HasPrefix(c.summary, "(internal)") {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nenvironment: ROS_DOMAIN_ID, RGAPS_SHM_PREFIX, RGAPS_POOL_SIZE, RGAPS_BUSY_POLL")
