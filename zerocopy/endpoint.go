@@ -2,6 +2,7 @@ package zerocopy
 
 import (
 	"encoding/binary"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"sync"
@@ -123,6 +124,16 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 	if _, err := t.reclaimDead(); err != nil {
 		d.releaseTopic(t)
 		return nil, err
+	}
+	if spec.Memory == MemoryGPU {
+		// Map the pools now, not on the first message (CUDA start-up and the
+		// daemon round trip take hundreds of milliseconds), and never under
+		// the topic lock. A GPU subscription needs a GPU; a GPU publisher
+		// without one can still publish host data (host readers need no GPU).
+		if err := t.prepareGPU(); err != nil && (kind == KindSubscription || !errors.Is(err, ErrNotSupported)) {
+			d.releaseTopic(t)
+			return nil, fmt.Errorf("topic %s: %w", t.name, err)
+		}
 	}
 	e := &endpoint{t: t, kind: kind, gid: newGID(), qos: q, event: d.word(), lastData: time.Now()}
 	if err := t.lock(); err != nil {

@@ -140,6 +140,20 @@ func (t *Topic) hostDeviceBase() (DevicePtr, error) {
 	return p, nil
 }
 
+// prepareGPU maps what a GPU endpoint of this process will use: the host
+// pool's registration always, the device pool on GPU topics.
+func (t *Topic) prepareGPU() error {
+	if _, err := t.hostDeviceBase(); err != nil {
+		return err
+	}
+	if t.lay.poolKind == PoolGPU {
+		if _, err := t.deviceBase(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *Topic) releaseGPU() {
 	t.gpuMu.Lock()
 	defer t.gpuMu.Unlock()
