@@ -268,6 +268,23 @@ type EndpointInfo struct {
 	Pid   uint32
 }
 
+// endpointPath names the data path an endpoint really uses (DESIGN.md §8):
+// host-shm (host bytes in shared memory), host-shm-mapped (a GPU endpoint
+// reading a host pool in place over PCIe), gpu-pool (device pointers into the
+// shared GPU pool), gpu-pool+host-copy (a host endpoint of a GPU topic: one
+// host copy per message, shared by all host readers).
+func endpointPath(k PoolKind, f endpointFlags) string {
+	switch {
+	case k == PoolGPU && f&flagWantsDevice != 0:
+		return "gpu-pool"
+	case k == PoolGPU:
+		return "gpu-pool+host-copy"
+	case f&flagWantsDevice != 0:
+		return "host-shm-mapped"
+	}
+	return "host-shm"
+}
+
 // TopicInfo is a topic and its endpoint counts on this host.
 type TopicInfo struct {
 	Name, Type                string
@@ -344,7 +361,8 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 		}
 		q, _ := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
 		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
-			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Path: t.lay.poolKind.Path(), Pid: o.Pid}
+			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
+			Path: endpointPath(t.lay.poolKind, endpointFlags(t.u32(so+eFlags).Load()))}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		if ep.Kind == KindPublisher {
 			ti.Publishers++
