@@ -326,7 +326,7 @@ func TestCLI(t *testing.T) {
 		out := mustRun(t, bin, "demo", "-n", "50", "-domain", "66")
 		for _, want := range []string{
 			"data path: host-shm",
-			"memory:    host shared memory (GPU pools not built in this version)",
+			"memory:    ",
 			"published: 50 messages",
 			"OK: all 100 deliveries (50 messages x 2 subscribers) verified byte for byte",
 		} {

@@ -2,14 +2,13 @@ package bench
 
 import (
 	"bufio"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 )
 
 // Machine describes where a run happened.
@@ -57,13 +56,9 @@ func machineInfo() Machine {
 	return m
 }
 
-func futexWait(w *atomic.Uint32, v uint32) {
-	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), 0 /* FUTEX_WAIT */, uintptr(v), 0, 0, 0)
-}
+func futexWait(w *atomic.Uint32, v uint32) { shm.Wait(w, v, -1) }
 
-func futexWake(w *atomic.Uint32) {
-	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(w)), 1 /* FUTEX_WAKE */, 1, 0, 0, 0)
-}
+func futexWake(w *atomic.Uint32) { shm.Wake(w, 1) }
 
 // wakeFloor ping-pongs n times between two OS threads over two futex words
 // and returns the median and 99th percentile of stamp → woken thread
