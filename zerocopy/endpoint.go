@@ -2,8 +2,8 @@ package zerocopy
 
 import (
 	"encoding/binary"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"

@@ -21,13 +21,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // recomputes it and compares, so offsets read from shared memory are never
 // trusted on their own.
 type layout struct {
-	poolKind                                     PoolKind
-	maxEndpoints, queueCap, heldCap, maxSamples  uint32
-	poolSize, granule                            uint64
-	devPoolSize, devGranule                      uint64
-	endpointsOff, endpointStride, samplesOff     uint64
-	tlsfOff, tlsfSize, devTLSFOff, devTLSFSize   uint64
-	poolOff, total, maxBlocks                    uint64
+	poolKind                                    PoolKind
+	maxEndpoints, queueCap, heldCap, maxSamples uint32
+	poolSize, granule                           uint64
+	devPoolSize, devGranule                     uint64
+	endpointsOff, endpointStride, samplesOff    uint64
+	tlsfOff, tlsfSize, devTLSFOff, devTLSFSize  uint64
+	poolOff, total, maxBlocks                   uint64
 }
 
 // devGranule aligns device blocks for any vectorised kernel access.
@@ -84,7 +84,7 @@ type Topic struct {
 	devMap  closer          // its mapping (gpupool.Mapping)
 	hostReg bool            // host pool registered with CUDA in this process
 	hostDev DevicePtr       // the host pool's device address once registered
-	created bool   // this process created the segment
+	created bool            // this process created the segment
 
 	pubSeq, pubWaiters     *atomic.Uint32
 	spaceSeq, spaceWaiters *atomic.Uint32

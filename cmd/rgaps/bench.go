@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: bench local [flags] (bench gpu|bridge|e2e: later builds)", runBench)
+	register("bench", "benchmarks: bench local|gpu [flags] (bench bridge|e2e: later builds)", runBench)
 	register(bench.ChildCommand, "(internal) subscriber process of `rgaps bench local`", func(args []string) error {
 		if len(args) != 0 {
 			return errUsage
@@ -30,9 +30,12 @@ func benchUsage() {
 
   local    allocation cost, publish → wakeup of N subscriber processes, and the
            Unix-domain-socket baseline, on this host (Markdown on stdout)
-  gpu, bridge, e2e: not available in this build
+  gpu      the thesis' data paths 1 and 3 on a GPU: D2H into the pinned pool vs
+           pageable + Unix socket, and delivery to N GPU subscriber processes
+           through the shared GPU pool vs each subscriber's own pageable copy
+  bridge, e2e: not available in this build
 
-run "rgaps bench local -h" for the flags`)
+run "rgaps bench local -h" or "rgaps bench gpu -h" for the flags`)
 }
 
 func runBench(args []string) error {
@@ -43,7 +46,9 @@ func runBench(args []string) error {
 	switch args[0] {
 	case "local":
 		return runBenchLocal(args[1:])
-	case "gpu", "bridge", "e2e":
+	case "gpu":
+		return runBenchGPU(args[1:])
+	case "bridge", "e2e":
 		return fmt.Errorf("bench %s: not available in this build", args[0])
 	case "-h", "-help", "--help", "help":
 		benchUsage()

@@ -1,0 +1,390 @@
+// Command librgaps is the C API of rmw_rgaps: the publisher and subscriber
+// primitives of the RGAPS thesis (§3.7), built as a shared library:
+//
+//	go build -buildmode=c-shared -o build/librgaps.so ./cmd/librgaps
+//
+// The library is never unloaded: for -buildmode=c-shared Go's linker links
+// it with -z nodelete itself (cmd/go would reject the flag in #cgo
+// LDFLAGS), so dlclose leaves it mapped while the runtime's threads run.
+//
+// The public interface is include/rgaps.h, written by hand; its functions
+// are defined in capi.c, which calls the Go functions exported here
+// (rgapsgo_*, private). The split keeps what only C can do in C (const
+// qualifiers, thread-local error state, allocating the handle structs) and
+// everything else in Go.
+//
+// Rules this package keeps:
+//   - C never holds a Go pointer: a handle is a C-allocated struct holding a
+//     cgo.Handle (an integer); Go keeps the set of live handle addresses and
+//     checks it before reading a handle, so NULL, foreign and destroyed
+//     handles are reported, not dereferenced.
+//   - Go keeps no Go pointer in C memory, and returns to C only integers and
+//     addresses of memory Go does not manage (shared-memory mappings, device
+//     memory).
+//   - Every exported function recovers from panics and returns a code.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include -O2 -Wall
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/cgo"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+func main() {}
+
+// msgType is the ROS type of every topic of the C API: opaque bytes, the
+// type the rgaps CLI publishes and echoes as raw payloads.
+const msgType = "rgaps/msg/Bytes"
+
+// Result codes (include/rgaps.h).
+const (
+	codeOK        = C.RGAPS_OK
+	codeError     = C.RGAPS_ERROR
+	codeInval     = C.RGAPS_EINVAL
+	codeBadHandle = C.RGAPS_EBADHANDLE
+	codeNotSup    = C.RGAPS_ENOTSUP
+	codeTimedOut  = C.RGAPS_ETIMEDOUT
+	codeClosed    = C.RGAPS_ECLOSED
+	codePool      = C.RGAPS_EPOOL
+	codeTooLarge  = C.RGAPS_ETOOLARGE
+	codeQueueFull = C.RGAPS_EQUEUEFULL
+	codeType      = C.RGAPS_ETYPE
+	codeLimit     = C.RGAPS_ELIMIT
+	codeCorrupt   = C.RGAPS_ECORRUPT
+	codeDevice    = C.RGAPS_EDEVICE
+	codeFault     = C.RGAPS_EFAULT
+	codeNoMsg     = C.RGAPS_ENOMSG
+	codeInternal  = C.RGAPS_EINTERNAL
+	codeNoDaemon  = C.RGAPS_ENODAEMON
+)
+
+// Memory kinds (include/rgaps.h).
+const (
+	memAuto = C.RGAPS_MEMORY_AUTO
+	memHost = C.RGAPS_MEMORY_HOST
+	memGPU  = C.RGAPS_MEMORY_GPU
+)
+
+// capiError is a failure with its C code decided here.
+type capiError struct {
+	code C.int
+	msg  string
+}
+
+func (e *capiError) Error() string { return e.msg }
+
+func errorf(code C.int, format string, args ...any) error {
+	return &capiError{code: code, msg: "rgaps: " + fmt.Sprintf(format, args...)}
+}
+
+// codeOf maps an error of the engine (or of this package) to its C code.
+func codeOf(err error) C.int {
+	var ce *capiError
+	var cu *cuda.Error
+	switch {
+	case err == nil:
+		return codeOK
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, zerocopy.ErrNotSupported):
+		return codeNotSup
+	case errors.Is(err, zerocopy.ErrInvalid):
+		return codeInval
+	case errors.Is(err, zerocopy.ErrTimeout), errors.Is(err, zerocopy.ErrNoData):
+		return codeTimedOut
+	case errors.Is(err, zerocopy.ErrClosed), errors.Is(err, cuda.ErrClosed):
+		return codeClosed
+	case errors.Is(err, zerocopy.ErrPoolExhausted):
+		return codePool
+	case errors.Is(err, zerocopy.ErrTooLarge):
+		return codeTooLarge
+	case errors.Is(err, zerocopy.ErrQueueFull):
+		return codeQueueFull
+	case errors.Is(err, zerocopy.ErrTypeMismatch):
+		return codeType
+	case errors.Is(err, zerocopy.ErrTooManyLoans), errors.Is(err, zerocopy.ErrTooManyEndpoints):
+		return codeLimit
+	case errors.Is(err, zerocopy.ErrCorrupt), errors.Is(err, zerocopy.ErrVersion):
+		return codeCorrupt
+	case errors.Is(err, gpupool.ErrNoDaemon):
+		return codeNoDaemon
+	case errors.As(err, &cu):
+		return codeDevice
+	}
+	return codeError
+}
+
+// report turns err into the code returned to C, attaching its text to the
+// calling thread's error state.
+func report(err error) C.int {
+	if err == nil {
+		return codeOK
+	}
+	setMessage(err.Error())
+	return codeOf(err)
+}
+
+// setMessage stores msg as the calling C thread's error message. Go runs a
+// call from C on the calling thread, so the thread-local state in capi.c is
+// the caller's.
+func setMessage(msg string) {
+	cs := C.CString(msg)
+	C.rgaps__set_message(cs)
+	C.free(unsafe.Pointer(cs))
+}
+
+// recoverTo is deferred by every exported function: a panic becomes
+// RGAPS_EINTERNAL, or RGAPS_EFAULT for a memory fault at an address the
+// caller gave (see guarded).
+func recoverTo(rc *C.int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if f, ok := r.(fault); ok {
+		*rc = report(errorf(codeFault, "%s: cannot read address %#x", f.what, f.addr))
+		return
+	}
+	// A bug: the stack goes to stderr, which the 512-byte message cannot hold.
+	fmt.Fprintf(os.Stderr, "librgaps: internal error: %v\n%s", r, debug.Stack())
+	*rc = report(errorf(codeInternal, "internal error (please report): %v", r))
+}
+
+// fault is the panic value of a memory fault in guarded.
+type fault struct {
+	what string
+	addr uintptr
+}
+
+// guarded runs fn, which reads memory the C caller pointed at, turning a
+// fault (unmapped or protected memory) into a fault panic for recoverTo
+// instead of a crash of the process.
+func guarded(what string, fn func()) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if a, ok := r.(interface{ Addr() uintptr }); ok {
+				panic(fault{what: what, addr: a.Addr()})
+			}
+			if e, ok := r.(error); ok && e.Error() == "runtime error: invalid memory address or nil pointer dereference" {
+				panic(fault{what: what})
+			}
+			panic(r)
+		}
+	}()
+	fn()
+}
+
+// goString reads a C string the caller gave.
+func goString(what string, s *C.char) (out string) {
+	guarded(what, func() { out = C.GoString(s) })
+	return out
+}
+
+// ---- the process's context ----------------------------------------------
+
+// lib is the process's membership of the ROS domain: opened with the first
+// handle, closed with the last.
+var lib struct {
+	mu   sync.Mutex
+	ctx  *rgaps.Context
+	node *rgaps.Node
+	refs int
+}
+
+// acquire opens (or shares) the context and node of the C API.
+func acquire() (*rgaps.Context, *rgaps.Node, error) {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.ctx == nil {
+		ctx, err := rgaps.NewContext(rgaps.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		node, err := ctx.NewNode("rgaps_capi_"+strconv.Itoa(os.Getpid()), "/")
+		if err != nil {
+			ctx.Close()
+			return nil, nil, err
+		}
+		lib.ctx, lib.node = ctx, node
+	}
+	lib.refs++
+	return lib.ctx, lib.node, nil
+}
+
+// release drops a reference taken by acquire.
+func release() error {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.refs--; lib.refs > 0 {
+		return nil
+	}
+	ctx := lib.ctx
+	lib.ctx, lib.node, lib.refs = nil, nil, 0
+	return ctx.Close()
+}
+
+// capiQoS is the QoS of new endpoints: RELIABLE, KEEP_ALL, VOLATILE, or the
+// named profile of RGAPS_QOS.
+func capiQoS() (rgaps.QoS, error) {
+	name := os.Getenv("RGAPS_QOS")
+	if name == "" || name == "keep_all" {
+		q := rgaps.DefaultQoS()
+		q.History, q.Depth = qos.HistoryKeepAll, 0
+		return q, nil
+	}
+	q, err := rgaps.QoSByName(name)
+	if err != nil {
+		return q, errorf(codeInval, "RGAPS_QOS=%q: %v", name, err)
+	}
+	return q, nil
+}
+
+// endpointSetup is what creating a publisher or subscriber shares: the
+// topic name read and resolved, the memory kind chosen, the context held.
+// On success the caller owns one reference of the context.
+func endpointSetup(topic *C.char, memory C.int) (node *rgaps.Node, full string, gpu bool, q rgaps.QoS, err error) {
+	name := goString("topic_name", topic)
+	if memory != memAuto && memory != memHost && memory != memGPU {
+		return nil, "", false, q, errorf(codeInval, "memory kind %d is not RGAPS_MEMORY_AUTO, _HOST or _GPU", int(memory))
+	}
+	if q, err = capiQoS(); err != nil {
+		return nil, "", false, q, err
+	}
+	ctx, node, err := acquire()
+	if err != nil {
+		return nil, "", false, q, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if full, err = node.ResolveTopic(name); err != nil {
+		return nil, "", false, q, err
+	}
+	switch memory {
+	case memGPU:
+		if _, err = ctx.Engine().GPU(); err != nil {
+			return nil, "", false, q, fmt.Errorf("GPU memory asked for topic %s: %w", full, err)
+		}
+		gpu = true
+	case memAuto:
+		_, gerr := ctx.Engine().GPU()
+		switch {
+		case gerr == nil:
+			gpu = true
+		case !errors.Is(gerr, zerocopy.ErrNotSupported):
+			// A GPU is there but does not work: say so rather than
+			// silently taking the host path.
+			err = fmt.Errorf("opening the GPU for topic %s: %w", full, gerr)
+			return nil, "", false, q, err
+		}
+	}
+	if gpu {
+		// Keep the primary context retained for the life of the process:
+		// the context's own hold ends with the last handle, and creating
+		// the primary context again costs hundreds of milliseconds.
+		helperDevice()
+	}
+	return node, full, gpu, q, nil
+}
+
+// lifetime keeps an endpoint open while calls on it are in flight: calls
+// run between enter and exit, destroy closes the endpoint under close, so
+// it waits for them (the engine's Close must not race with a loan being
+// filled, or the block could be handed out again while still written).
+type lifetime struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (l *lifetime) enter() error {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return errorf(codeClosed, "handle destroyed during the call")
+	}
+	return nil
+}
+
+func (l *lifetime) exit() { l.mu.RUnlock() }
+
+// close waits for the calls in flight, runs fn, and fails later calls.
+func (l *lifetime) close(fn func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return fn()
+}
+
+// ---- handle registry -------------------------------------------------------
+
+// registry is the set of live handle structs of one kind, by address. Go
+// only ever compares these addresses; it reads a struct (for its
+// cgo.Handle) only after finding it here, under the lock that destroy takes
+// to remove it, so a stale handle is reported and never read.
+type registry struct {
+	mu   sync.RWMutex
+	live map[uintptr]struct{}
+}
+
+var (
+	pubs = registry{live: map[uintptr]struct{}{}}
+	subs = registry{live: map[uintptr]struct{}{}}
+)
+
+func (r *registry) add(key uintptr) {
+	r.mu.Lock()
+	r.live[key] = struct{}{}
+	r.mu.Unlock()
+}
+
+// lookup returns the value of the handle at key, read by handle(), when the
+// key is live.
+func (r *registry) lookup(key uintptr, handle func() uintptr) (any, bool) {
+	if key == 0 {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.live[key]; !ok {
+		return nil, false
+	}
+	return cgo.Handle(handle()).Value(), true
+}
+
+// remove forgets key, returning its value, when it is live.
+func (r *registry) remove(key uintptr, handle func() uintptr) (any, bool) {
+	if key == 0 {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.live[key]; !ok {
+		return nil, false
+	}
+	delete(r.live, key)
+	h := cgo.Handle(handle())
+	v := h.Value()
+	h.Delete()
+	return v, true
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchgpu"
+)
+
+func init() {
+	register(benchgpu.ChildCommand, "(internal) subscriber process of `rgaps bench gpu`", func(args []string) error {
+		if len(args) != 0 {
+			return errUsage
+		}
+		return benchgpu.ChildMain()
+	})
+}
+
+// runBenchGPU is `rgaps bench gpu [flags]`: the thesis' GPU data paths
+// (Tables 4.2–4.5) measured on this host; Markdown on stdout. ^C stops it
+// cleanly (subscriber processes ended, shared memory removed).
+func runBenchGPU(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := benchgpu.Command(ctx, args, os.Stdout, os.Stderr); err != nil {
+		if benchgpu.IsNoGPU(err) {
+			return fmt.Errorf("gpu: %w", err)
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package benchgpu
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+)
+
+// The parent and each subscriber process talk over a SOCK_STREAM socket
+// pair (the control socket, fd 3 in the child). Requests, replies and the
+// per-message acknowledgements are frames: a little-endian u32 length and
+// that many bytes of JSON. Acknowledgements are never inside a timed
+// interval. The Pageable-UDS baseline's payload goes over a second socket
+// pair (fd 4 in the child) that carries nothing else but the receiver's
+// one-byte "got it all".
+const (
+	childControlFD = 3
+	childDataFD    = 4
+
+	maxFrame = 1 << 20
+
+	// peerTimeout bounds every blocking read or write on a socket to a
+	// child: a child that hangs fails the run instead of hanging it.
+	peerTimeout = 120 * time.Second
+)
+
+// request is what the parent asks a child.
+type request struct {
+	Op string `json:"op"` // "init", "dp1", "dp3"
+
+	// init
+	Prefix      string `json:"prefix,omitempty"`
+	Domain      uint32 `json:"domain,omitempty"`
+	PoolSize    uint64 `json:"pool_size,omitempty"`
+	StagingSize uint64 `json:"staging_size,omitempty"`
+	Device      int    `json:"device,omitempty"`
+	Index       int    `json:"index,omitempty"`
+	Fake        bool   `json:"fake,omitempty"` // tests: the host-memory fake device
+
+	// dp1, dp3
+	Path  string `json:"path,omitempty"` // dp3: PathShared or PathIceoryx
+	Topic string `json:"topic,omitempty"`
+	Size  int    `json:"size,omitempty"`
+	Count int    `json:"count,omitempty"` // messages, warm-up included
+	Seed  uint32 `json:"seed,omitempty"`  // dp1: message i carries pattern Seed+i
+}
+
+// reply answers a request (and ends a cell). Err is set when it failed.
+type reply struct {
+	Err string `json:"err,omitempty"`
+
+	// init
+	Pid    int   `json:"pid,omitempty"`
+	InitNs int64 `json:"init_ns,omitempty"` // CUDA context + built-in kernels
+}
+
+// ack is a child's word on one message.
+type ack struct {
+	Err string `json:"err,omitempty"` // the cell failed; the child stops it
+	Bad string `json:"bad,omitempty"` // dp1: the first wrong byte seen
+
+	// dp3: wall-clock UnixNano of the subscriber's steps
+	Wake      int64  `json:"wake,omitempty"`       // Wait returned
+	CopyStart int64  `json:"copy_start,omitempty"` // Pageable-Iceoryx: before its own H2D copy
+	Ptr       int64  `json:"ptr,omitempty"`        // holds a device pointer to complete data
+	Done      int64  `json:"done,omitempty"`       // its checksum kernel finished
+	Sum       uint64 `json:"sum,omitempty"`        // what the kernel computed
+}
+
+// fdio reads and writes a blocking file descriptor with plain system calls
+// (no Go poller in the way: the UDS receiver blocks in read(2) as a C
+// program would).
+type fdio int
+
+func (f fdio) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(f), p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, errors.New("peer did not answer in time")
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (f fdio) Write(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := syscall.Write(int(f), p[done:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return done, errors.New("peer did not read in time")
+		case err != nil:
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4+len(b))
+	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.LittleEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return fmt.Errorf("frame of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// setTimeouts bounds blocking reads and writes on a socket.
+func setTimeouts(fd int, d time.Duration) error {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	return syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+}
