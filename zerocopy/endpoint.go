@@ -52,6 +52,10 @@ type endpoint struct {
 	qos    qos.Profile
 	closed atomic.Bool
 	event  *atomic.Uint32 // local word bumped when a status changes
+	// life is read-held by every call that touches the topic's mappings
+	// (enter/exit) and write-held by close: the mapping is never released
+	// under a call in flight, and a blocked Wait is woken by close.
+	life sync.RWMutex
 
 	// mu guards the match cache and the status counters.
 	mu       sync.Mutex
@@ -207,6 +211,9 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 		}
 		for p := head; p < tail; p++ {
 			n := t.ringWord(ps, p).Load()
+			if !t.validSample(n) {
+				continue
+			}
 			if exp := int64(t.u64(t.sampleOff(n) + sExpires).Load()); exp != 0 && exp <= now {
 				continue
 			}
@@ -336,8 +343,29 @@ func (e *endpoint) checkDeadline(now time.Time) {
 	}
 }
 
-// TakeStatus returns the endpoint's status and resets its change counters.
+// enter marks a call in flight; it fails after Close. Calls made while a
+// Close waits are refused once it is done (never re-enter while holding).
+func (e *endpoint) enter() bool {
+	if e.closed.Load() {
+		return false
+	}
+	e.life.RLock()
+	if e.closed.Load() {
+		e.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (e *endpoint) exit() { e.life.RUnlock() }
+
+// TakeStatus returns the endpoint's status and resets its change counters
+// (a zero Status after Close).
 func (e *endpoint) TakeStatus() Status {
+	if !e.enter() {
+		return Status{}
+	}
+	defer e.exit()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.refreshMatches()
@@ -351,8 +379,17 @@ func (e *endpoint) TakeStatus() Status {
 	return s
 }
 
-// Matched is the number of endpoints of the other kind that match.
+// Matched is the number of endpoints of the other kind that match (0 after
+// Close).
 func (e *endpoint) Matched() int {
+	if !e.enter() {
+		return 0
+	}
+	defer e.exit()
+	return e.matched()
+}
+
+func (e *endpoint) matched() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.refreshMatches()
@@ -381,6 +418,12 @@ func (e *endpoint) close() error {
 		return ErrClosed
 	}
 	t := e.t
+	// Wake this process's blocked calls (they see closed and leave), then
+	// wait for every call in flight before the slot and mapping go.
+	t.wakeSubscribers()
+	t.wakeSpace()
+	e.life.Lock()
+	defer e.life.Unlock()
 	t.mu.Lock()
 	delete(t.endpoints, e.slot)
 	t.mu.Unlock()

@@ -215,6 +215,9 @@ func (t *Topic) copyForm(n uint32, toDev bool) error {
 	so := t.sampleOff(n)
 	size := t.u64(so + sSize).Load()
 	hoff, doff := t.u64(so+sOffset).Load(), t.u64(so+sDevOffset).Load()
+	if hoff > t.lay.poolSize || size > t.lay.poolSize-hoff || doff > t.lay.devPoolSize || size > t.lay.devPoolSize-doff {
+		return fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offsets %d/%d", ErrCorrupt, t.name, n, size, hoff, doff)
+	}
 	host := t.pool[hoff : hoff+size : hoff+size]
 	if toDev {
 		err = dev.MemcpyHtoD(base+DevicePtr(doff), host)

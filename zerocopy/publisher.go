@@ -40,6 +40,17 @@ func (l *Loan) DevicePtr() (DevicePtr, error) {
 	if l.ptr != 0 {
 		return l.ptr, nil
 	}
+	if !l.p.enter() {
+		return 0, ErrClosed
+	}
+	defer l.p.exit()
+	return l.devicePtr()
+}
+
+func (l *Loan) devicePtr() (DevicePtr, error) {
+	if l.ptr != 0 {
+		return l.ptr, nil
+	}
 	base, err := l.p.t.hostDeviceBase()
 	if err != nil {
 		return 0, err
@@ -79,8 +90,8 @@ func (p *Publisher) reliable() bool { return p.qos.Reliability == qos.Reliabilit
 // queue slot) or the deadline passes, reclaiming dead endpoints meanwhile.
 func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 	left := time.Until(deadline)
-	if left <= 0 {
-		return false
+	if left <= 0 || p.closed.Load() {
+		return false // Close is waiting for this call: give up now
 	}
 	t := p.t
 	t.spaceWaiters.Add(1)
@@ -97,7 +108,13 @@ func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 // returns ErrPoolExhausted; a BEST_EFFORT one returns it at once and counts
 // a drop. A size larger than the pool returns ErrTooLarge; zero returns
 // ErrInvalid.
-func (p *Publisher) Loan(size int) (*Loan, error) { return p.loan(size, false) }
+func (p *Publisher) Loan(size int) (*Loan, error) {
+	if !p.enter() {
+		return nil, ErrClosed
+	}
+	defer p.exit()
+	return p.loan(size, false)
+}
 
 // LoanDevice lends size bytes of device memory: a block of the topic's GPU
 // pool, or on a host topic a host block the device can write through its
@@ -106,6 +123,14 @@ func (p *Publisher) Loan(size int) (*Loan, error) { return p.loan(size, false) }
 // so no subscriber sees the data before the writes completed. Without a
 // GPU it returns an error wrapping ErrNotSupported.
 func (p *Publisher) LoanDevice(size int) (*Loan, error) {
+	if !p.enter() {
+		return nil, ErrClosed
+	}
+	defer p.exit()
+	return p.loanDevice(size)
+}
+
+func (p *Publisher) loanDevice(size int) (*Loan, error) {
 	if _, err := p.t.d.GPU(); err != nil {
 		return nil, err
 	}
@@ -114,8 +139,9 @@ func (p *Publisher) LoanDevice(size int) (*Loan, error) {
 		return nil, err
 	}
 	if !l.dev {
-		if _, err := l.DevicePtr(); err != nil {
-			l.Discard()
+		if _, err := l.devicePtr(); err != nil {
+			l.done = true
+			p.dropLoan(l.n)
 			return nil, err
 		}
 	}
@@ -126,23 +152,26 @@ func (p *Publisher) LoanDevice(size int) (*Loan, error) {
 // (the thesis' publisher_push): one device-to-device copy into a loan of the
 // pool, then Publish.
 func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
-	l, err := p.LoanDevice(size)
+	if !p.enter() {
+		return ErrClosed
+	}
+	defer p.exit()
+	l, err := p.loanDevice(size)
 	if err != nil {
 		return err
 	}
 	dev, _ := p.t.d.GPU()
-	dst, _ := l.DevicePtr()
+	dst, _ := l.devicePtr()
+	l.done = true
 	if err := dev.MemcpyDtoD(dst, src, uint64(size)); err != nil {
-		l.Discard()
+		p.dropLoan(l.n)
 		return fmt.Errorf("copying into the loan: %w", err)
 	}
-	return l.Publish()
+	return l.publishEntered()
 }
 
+// loan lends a block; the caller has entered.
 func (p *Publisher) loan(size int, dev bool) (*Loan, error) {
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
 	if size <= 0 {
 		return nil, fmt.Errorf("%w: loan of %d bytes", ErrInvalid, size)
 	}
@@ -160,7 +189,8 @@ func (p *Publisher) loan(size int, dev bool) (*Loan, error) {
 			if l.dev {
 				base, err := t.deviceBase()
 				if err != nil {
-					l.Discard()
+					l.done = true
+					p.dropLoan(n)
 					return nil, err
 				}
 				l.off = t.u64(t.sampleOff(n) + sDevOffset).Load()
@@ -194,6 +224,10 @@ func (l *Loan) Discard() error {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
 	}
 	l.done = true
+	if !l.p.enter() {
+		return ErrClosed // Close gave every loan back already
+	}
+	defer l.p.exit()
 	t := l.p.t
 	if err := t.lock(); err != nil {
 		return err
@@ -215,6 +249,15 @@ func (l *Loan) Publish() error {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
 	}
 	l.done = true
+	if !l.p.enter() {
+		return ErrClosed // Close gave every loan back already
+	}
+	defer l.p.exit()
+	return l.publishEntered()
+}
+
+// publishEntered publishes a loan already marked done; the caller entered.
+func (l *Loan) publishEntered() error {
 	if l.dev || l.ptr != 0 {
 		// The device may still be writing: the data must be complete before
 		// any subscriber can see the sample.
@@ -244,18 +287,19 @@ func (p *Publisher) dropLoan(n uint32) {
 // transient-local history) nothing is copied. A BEST_EFFORT publisher whose
 // pool is full drops the message, counts it, and returns nil.
 func (p *Publisher) Publish(data []byte) error {
-	if p.closed.Load() {
-		return ErrClosed
-	}
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty message", ErrInvalid)
 	}
-	if p.capacityZero() && p.Matched() == 0 {
+	if !p.enter() {
+		return ErrClosed
+	}
+	defer p.exit()
+	if p.capacityZero() && p.matched() == 0 {
 		p.t.u64(p.t.slotOff(p.slot) + eSeq).Add(1)
 		p.noteData()
 		return nil
 	}
-	l, err := p.Loan(len(data))
+	l, err := p.loan(len(data), false)
 	if err != nil {
 		if errors.Is(err, ErrPoolExhausted) && !p.reliable() {
 			return nil
@@ -263,7 +307,8 @@ func (p *Publisher) Publish(data []byte) error {
 		return err
 	}
 	copy(l.data, data)
-	return l.Publish()
+	l.done = true
+	return l.publishEntered()
 }
 
 func (p *Publisher) capacityZero() bool { return p.t.u32(p.t.slotOff(p.slot)+eCap).Load() == 0 }
@@ -275,10 +320,9 @@ func (p *Publisher) noteData() {
 	p.mu.Unlock()
 }
 
+// publish queues held sample n for every matched subscription; the caller
+// has entered.
 func (p *Publisher) publish(n uint32) error {
-	if p.closed.Load() {
-		return ErrClosed
-	}
 	t := p.t
 	so := t.slotOff(p.slot)
 	var deadline time.Time
@@ -371,7 +415,19 @@ func (p *Publisher) publish(n uint32) error {
 }
 
 // SequenceNumber is the last sequence number the publisher assigned.
-func (p *Publisher) SequenceNumber() uint64 { return p.t.u64(p.t.slotOff(p.slot) + eSeq).Load() }
+func (p *Publisher) SequenceNumber() uint64 {
+	if !p.enter() {
+		return 0
+	}
+	defer p.exit()
+	return p.t.u64(p.t.slotOff(p.slot) + eSeq).Load()
+}
 
 // Drops is how many messages this publisher dropped for lack of room.
-func (p *Publisher) Drops() uint64 { return p.t.u64(p.t.slotOff(p.slot) + eLost).Load() }
+func (p *Publisher) Drops() uint64 {
+	if !p.enter() {
+		return 0
+	}
+	defer p.exit()
+	return p.t.u64(p.t.slotOff(p.slot) + eLost).Load()
+}

@@ -125,6 +125,9 @@ func (t *Topic) dropHeld(slot, n uint32) bool {
 
 // unref drops one reference to sample n and frees it on the last.
 func (t *Topic) unref(n uint32) {
+	if !t.validSample(n) {
+		return
+	}
 	so := t.sampleOff(n)
 	refs := t.u32(so + sRefs)
 	if refs.Load() > 1 {
@@ -157,9 +160,12 @@ func (t *Topic) freeSample(n uint32) {
 }
 
 // ringLen is the number of entries queued in slot's ring.
+// It may be read without the lock: head is read before tail, and both only
+// grow, so the difference never underflows.
 func (t *Topic) ringLen(slot uint32) uint64 {
 	so := t.slotOff(slot)
-	return t.u64(so+eTail).Load() - t.u64(so+eHead).Load()
+	head := t.u64(so + eHead).Load()
+	return t.u64(so+eTail).Load() - head
 }
 
 // pushRing appends sample n to slot's ring, counting a reference. When the
@@ -172,10 +178,12 @@ func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
 	capacity := uint64(t.u32(so + eCap).Load())
 	var evicted uint32
 	if tail.Load()-head.Load() >= capacity {
+		// head moves first: a death before the word is cleared leaves a
+		// stale word outside [head, tail), which nothing reads.
 		w := t.ringWord(slot, head.Load())
 		evicted = w.Load()
-		w.Store(0)
 		head.Add(1)
+		w.Store(0)
 		if lossCount {
 			t.u64(so + eLost).Add(1)
 		}
@@ -197,15 +205,23 @@ func (t *Topic) popRing(slot uint32) uint32 {
 	}
 	w := t.ringWord(slot, head.Load())
 	n := w.Load()
+	head.Add(1) // before clearing the word: see pushRing
 	w.Store(0)
-	head.Add(1)
+	if !t.validSample(n) {
+		return 0
+	}
 	return n
 }
 
+// validSample reports whether n can name a sample; numbers read from shared
+// memory are checked before use, so a damaged segment costs a sample, not a
+// crash or a write to the wrong place.
+func (t *Topic) validSample(n uint32) bool { return n >= 1 && n <= t.lay.maxSamples }
+
 // clearSlot drops every reference slot holds and frees the slot.
 func (t *Topic) clearSlot(slot uint32) {
-	for n := t.popRing(slot); n != 0; n = t.popRing(slot) {
-		t.unref(n)
+	for t.ringLen(slot) > 0 {
+		t.unref(t.popRing(slot)) // unref ignores an invalid (0) number
 	}
 	for j := uint32(0); j < t.lay.heldCap; j++ {
 		if w := t.heldWord(slot, j); w.Load() != 0 {
@@ -215,6 +231,7 @@ func (t *Topic) clearSlot(slot uint32) {
 			t.unref(n)
 		}
 	}
+
 	so := t.slotOff(slot)
 	t.u32(so + eState).Store(uint32(slotFree))
 	t.u32(so + ePid).Store(0)
@@ -239,7 +256,10 @@ func (t *Topic) repair() error {
 	}
 	refs := make([]uint32, l.maxSamples+1)
 	count := func(n uint32) error {
-		if n == 0 || n > l.maxSamples {
+		if n == 0 {
+			return nil // a cleared word: it holds no reference (pops skip it)
+		}
+		if n > l.maxSamples {
 			return fmt.Errorf("%w: topic %s: reference to sample %d", ErrCorrupt, t.name, n)
 		}
 		refs[n]++

@@ -55,6 +55,10 @@ func (s *Sample) DevicePtr() (DevicePtr, error) {
 	if s.done {
 		return 0, fmt.Errorf("%w: sample already returned", ErrInvalid)
 	}
+	if !s.s.enter() {
+		return 0, ErrClosed
+	}
+	defer s.s.exit()
 	t := s.s.t
 	if s.hasDev {
 		base, err := t.deviceBase()
@@ -93,15 +97,26 @@ func (s *Subscription) Close() error { return s.close() }
 
 // Ready reports whether a sample is queued (without taking the lock).
 func (s *Subscription) Ready() bool {
-	return !s.closed.Load() && s.t.ringLen(s.slot) > 0
+	if !s.enter() {
+		return false
+	}
+	defer s.exit()
+	return s.ready()
 }
+
+func (s *Subscription) ready() bool { return !s.closed.Load() && s.t.ringLen(s.slot) > 0 }
 
 // Take removes the oldest queued sample, or returns ErrNoData. Samples whose
 // lifespan has passed are discarded on the way.
 func (s *Subscription) Take() (*Sample, error) {
-	if s.closed.Load() {
+	if !s.enter() {
 		return nil, ErrClosed
 	}
+	defer s.exit()
+	return s.take()
+}
+
+func (s *Subscription) take() (*Sample, error) {
 	t := s.t
 	if t.ringLen(s.slot) == 0 {
 		return nil, ErrNoData
@@ -116,10 +131,12 @@ func (s *Subscription) Take() (*Sample, error) {
 	now := time.Now()
 	var n uint32
 	for {
-		n = t.popRing(s.slot)
-		if n == 0 {
+		if t.ringLen(s.slot) == 0 {
 			t.unlock()
 			return nil, ErrNoData
+		}
+		if n = t.popRing(s.slot); n == 0 {
+			continue // a cleared or damaged entry: skip it
 		}
 		exp := int64(t.u64(t.sampleOff(n) + sExpires).Load())
 		if exp == 0 || exp > now.UnixNano() {
@@ -132,6 +149,15 @@ func (s *Subscription) Take() (*Sample, error) {
 	smp := &Sample{s: s, n: n}
 	smp.info.Offset = t.u64(so + sOffset).Load()
 	size := t.u64(so + sSize).Load()
+	hostBad := t.u32(so+sBlock).Load() != 0 && (smp.info.Offset > t.lay.poolSize || size > t.lay.poolSize-smp.info.Offset)
+	devOff := t.u64(so + sDevOffset).Load()
+	devBad := t.u32(so+sDevBlock).Load() != 0 && (devOff > t.lay.devPoolSize || size > t.lay.devPoolSize-devOff)
+	if hostBad || devBad {
+		t.dropHeld(s.slot, n)
+		t.unref(n)
+		t.unlock()
+		return nil, fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offset %d", ErrCorrupt, t.name, n, size, smp.info.Offset)
+	}
 	smp.size = size
 	smp.hasHost = t.u32(so+sBlock).Load() != 0
 	smp.hasDev = t.u32(so+sDevBlock).Load() != 0
@@ -159,6 +185,10 @@ func (smp *Sample) Return() error {
 	}
 	smp.done = true
 	smp.data = nil
+	if !smp.s.enter() {
+		return ErrClosed // Close released every taken sample already
+	}
+	defer smp.s.exit()
 	t := smp.s.t
 	if err := t.lock(); err != nil {
 		return err
@@ -174,6 +204,14 @@ func (smp *Sample) Return() error {
 // Wait blocks until a sample is queued or the timeout passes (negative:
 // forever); it returns ErrTimeout then. With Config.BusyPoll it spins first.
 func (s *Subscription) Wait(timeout time.Duration) error {
+	if !s.enter() {
+		return ErrClosed
+	}
+	defer s.exit()
+	return s.wait(timeout)
+}
+
+func (s *Subscription) wait(timeout time.Duration) error {
 	var deadline time.Time
 	if timeout >= 0 {
 		deadline = time.Now().Add(timeout)
@@ -182,7 +220,7 @@ func (s *Subscription) Wait(timeout time.Duration) error {
 	if bp := t.d.cfg.BusyPoll; bp > 0 {
 		end := time.Now().Add(bp)
 		for i := 0; ; i++ {
-			if s.Ready() {
+			if s.ready() {
 				return nil
 			}
 			if i&63 == 63 {
@@ -198,7 +236,7 @@ func (s *Subscription) Wait(timeout time.Duration) error {
 			return ErrClosed
 		}
 		seen := t.pubSeq.Load()
-		if s.Ready() {
+		if s.ready() {
 			return nil
 		}
 		left := time.Duration(-1)
@@ -216,9 +254,13 @@ func (s *Subscription) Wait(timeout time.Duration) error {
 
 // TakeWait waits up to timeout for a sample and takes it.
 func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
+	if !s.enter() {
+		return nil, ErrClosed
+	}
+	defer s.exit()
 	deadline := time.Now().Add(timeout)
 	for {
-		smp, err := s.Take()
+		smp, err := s.take()
 		if err != ErrNoData {
 			return smp, err
 		}
@@ -228,7 +270,7 @@ func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
 				return nil, ErrTimeout
 			}
 		}
-		if err := s.Wait(left); err != nil {
+		if err := s.wait(left); err != nil {
 			return nil, err
 		}
 	}
@@ -236,4 +278,10 @@ func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
 
 // Lost is how many samples this subscription lost (KEEP_LAST overwrite, or
 // a best-effort overflow).
-func (s *Subscription) Lost() uint64 { return s.t.u64(s.t.slotOff(s.slot) + eLost).Load() }
+func (s *Subscription) Lost() uint64 {
+	if !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.t.u64(s.t.slotOff(s.slot) + eLost).Load()
+}

@@ -17,13 +17,35 @@ type Waitable interface {
 	// counter of blocked waiters that the notifier reads (nil if it always
 	// wakes).
 	word() (w, waiters *atomic.Uint32)
+	// hold keeps the item's mappings alive for the wait (false: closed);
+	// release ends that; gone reports a Close since hold.
+	hold() bool
+	release()
+	gone() bool
+	readyHeld() bool // Ready, for a caller that holds the item
 }
 
+func (s *Subscription) readyHeld() bool    { return s.ready() }
+func (g *GuardCondition) readyHeld() bool  { return g.Ready() }
+func (g *GraphCondition) readyHeld() bool  { return g.Ready() }
+func (c *StatusCondition) readyHeld() bool { return c.Ready() }
+
 func (s *Subscription) word() (*atomic.Uint32, *atomic.Uint32) { return s.t.pubSeq, s.t.pubWaiters }
+func (e *endpoint) hold() bool                                 { return e.enter() }
+func (e *endpoint) release()                                   { e.exit() }
+func (e *endpoint) gone() bool                                 { return e.closed.Load() }
+
+// always is the hold/release/gone of process-local conditions.
+type always struct{}
+
+func (always) hold() bool { return true }
+func (always) release()   {}
+func (always) gone() bool { return false }
 
 // GuardCondition is a flag another goroutine or a signal handler raises to
 // wake a wait set. It belongs to one process.
 type GuardCondition struct {
+	always
 	d       *Domain
 	w       *atomic.Uint32
 	trigger atomic.Bool
@@ -61,6 +83,7 @@ func (g *GuardCondition) word() (*atomic.Uint32, *atomic.Uint32) { return g.w, n
 // GraphCondition is ready when the domain's graph changed since it was last
 // Reset.
 type GraphCondition struct {
+	always
 	d    *Domain
 	seen atomic.Uint32
 }
@@ -101,13 +124,30 @@ func (c *StatusCondition) Ready() bool { return c.e.event.Load() != c.seen.Load(
 func (c *StatusCondition) Reset() { c.seen.Store(c.e.event.Load()) }
 
 func (c *StatusCondition) word() (*atomic.Uint32, *atomic.Uint32) { return c.e.event, nil }
+func (c *StatusCondition) hold() bool                             { return c.e.enter() }
+func (c *StatusCondition) release()                               { c.e.exit() }
+func (c *StatusCondition) gone() bool                             { return c.e.closed.Load() }
 
 // Wait blocks until at least one item is ready or the timeout passes
 // (negative: forever), and reports which are ready in ready (len(items)).
 // It returns ErrTimeout when none is. One kernel wait covers every item
 // (futex_waitv), wherever its word lives; with busyPoll > 0 it spins that
 // long first.
+// An item closed before or during the wait makes it return ErrClosed.
 func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error {
+	for i, it := range items {
+		if !it.hold() {
+			for _, h := range items[:i] {
+				h.release()
+			}
+			return ErrClosed
+		}
+	}
+	defer func() {
+		for _, it := range items {
+			it.release()
+		}
+	}()
 	var deadline time.Time
 	if timeout >= 0 {
 		deadline = time.Now().Add(timeout)
@@ -115,10 +155,18 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 	check := func() bool {
 		any := false
 		for i, it := range items {
-			ready[i] = it.Ready()
+			ready[i] = it.readyHeld()
 			any = any || ready[i]
 		}
 		return any
+	}
+	closed := func() bool {
+		for _, it := range items {
+			if it.gone() {
+				return true
+			}
+		}
+		return false
 	}
 	if busyPoll > 0 {
 		end := time.Now().Add(busyPoll)
@@ -149,6 +197,9 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 			if c != nil {
 				counters = append(counters, c)
 			}
+		}
+		if closed() {
+			return ErrClosed
 		}
 		if check() {
 			return nil
