@@ -81,7 +81,11 @@ func (d *Domain) acquireTopic(name, typ string, kind PoolKind) (*Topic, error) {
 	if d.topics == nil {
 		return nil, ErrClosed
 	}
-	if t, ok := d.topics[name]; ok {
+	if t, ok := d.topics[name]; ok && topicState(t.state.Load()) == topicRemoved {
+		// Removed by its last user elsewhere: whoever still holds this
+		// mapping keeps it; new users get the segment made after it.
+		delete(d.topics, name)
+	} else if ok {
 		if t.typ != typ {
 			return nil, fmt.Errorf("topic %s: %w: it has type %q, not %q", name, ErrTypeMismatch, t.typ, typ)
 		}
@@ -106,7 +110,9 @@ func (d *Domain) releaseTopic(t *Topic) {
 	if t.refs > 0 {
 		return
 	}
-	delete(d.topics, t.name)
+	if d.topics[t.name] == t {
+		delete(d.topics, t.name)
+	}
 	t.reclaimDead() // endpoints of dead processes must not keep the topic alive
 	t.removeIfUnused()
 	t.unmap()
@@ -120,6 +126,9 @@ func (t *Topic) removeIfUnused() {
 		return
 	}
 	defer t.unlock()
+	if topicState(t.state.Load()) == topicRemoved {
+		return // unlinked already: the name may belong to a newer segment
+	}
 	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
 		if slotState(t.u32(t.slotOff(s)+eState).Load()) == slotActive {
 			return

@@ -94,8 +94,20 @@ func (k Kind) other() Kind {
 	return KindPublisher
 }
 
+// errTopicRemoved: the segment was removed while we were about to join it.
+var errTopicRemoved = errors.New("topic segment removed while joining")
+
 // createEndpoint claims a slot in the topic for the calling process.
 func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error) {
+	for attempt := 0; ; attempt++ {
+		e, err := d.createEndpointOnce(spec, kind)
+		if !errors.Is(err, errTopicRemoved) || attempt == 100 {
+			return e, err
+		}
+	}
+}
+
+func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, error) {
 	if d.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -143,6 +155,13 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 	if err := t.lock(); err != nil {
 		d.releaseTopic(t)
 		return nil, err
+	}
+	if topicState(t.state.Load()) == topicRemoved {
+		// Its last user removed it after we mapped it: joining would leave
+		// us alone in an unlinked segment. Open the name again.
+		t.unlock()
+		d.releaseTopic(t)
+		return nil, errTopicRemoved
 	}
 	slot := uint32(0)
 	for ; slot < t.lay.maxEndpoints; slot++ {

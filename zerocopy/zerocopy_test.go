@@ -273,3 +273,78 @@ func TestWaitSet(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A process that mapped a topic just before its last user removed it must
+// not join the unlinked segment: it opens the name again and meets the
+// endpoints that come later.
+func TestJoinAfterRemovalReopens(t *testing.T) {
+	d1 := openDomain(t, nil)
+	d2 := openDomain(t, nil)
+	p1, err := d1.NewPublisher(EndpointSpec{Topic: "/gone", Type: "std_msgs/msg/String", QoS: qos.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := d2.acquireTopic("/gone", "std_msgs/msg/String", PoolHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.Close() // the last endpoint: the segment is removed
+	if topicState(stale.state.Load()) != topicRemoved {
+		t.Fatal("segment not marked removed")
+	}
+	s := mustSub(t, d2, "/gone", qos.Default())
+	d2.releaseTopic(stale)
+	p := mustPub(t, d1, "/gone", qos.Default())
+	if s.Matched() != 1 || p.Matched() != 1 {
+		t.Fatalf("after reopening: subscription matched %d, publisher %d", s.Matched(), p.Matched())
+	}
+	if err := p.Publish([]byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if smp, err := s.TakeWait(time.Second); err != nil || string(smp.Bytes()) != "again" {
+		t.Fatalf("take: %v", err)
+	} else {
+		smp.Return()
+	}
+}
+
+// Close of a subscription while another goroutine waits on it: the waiter
+// returns ErrClosed (no fault on an unmapped segment), and a sample taken
+// before Close cannot be returned into a reused slot.
+func TestCloseWhileWaiting(t *testing.T) {
+	d := openDomain(t, nil)
+	p := mustPub(t, d, "/closing", qos.Default())
+	s, err := d.NewSubscription(EndpointSpec{Topic: "/closing", Type: "std_msgs/msg/String", QoS: qos.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Publish([]byte("held"))
+	held, err := s.TakeWait(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- s.Wait(-1) }()
+	g := d.NewGuardCondition()
+	defer g.Close()
+	go func() { done <- Wait([]Waitable{s, g}, make([]bool, 2), -1, 0) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiter after Close: %v", err)
+		}
+	}
+	s2 := mustSub(t, d, "/closing", qos.Default()) // may reuse the slot
+	p.Publish([]byte("fresh"))
+	if err := held.Return(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("returning a sample of a closed subscription: %v", err)
+	}
+	smp, err := s2.TakeWait(time.Second)
+	if err != nil || string(smp.Bytes()) != "fresh" {
+		t.Fatalf("the new subscription lost its sample: %v", err)
+	}
+	smp.Return()
+}
