@@ -141,6 +141,12 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		d.releaseTopic(t)
 		return nil, err
 	}
+	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.lay.poolKind == PoolGPU {
+		// A host reader of a GPU topic's history may need host copies made
+		// under the lock: set CUDA up now, outside it. Without a GPU the
+		// samples that exist only on the device are counted as lost.
+		t.prepareGPU()
+	}
 	if spec.Memory == MemoryGPU {
 		// Map the pools now, not on the first message (CUDA start-up and the
 		// daemon round trip take hundreds of milliseconds), and never under
@@ -241,10 +247,12 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 				// the lock (the sample is shared; nobody reads the new block
 				// before we release it). A failure skips the sample.
 				if t.addBlock(n, dev, t.u64(t.sampleOff(n)+sSize).Load()) != nil {
+					t.u64(t.slotOff(slot) + eLost).Add(1)
 					continue
 				}
-				if t.copyForm(n, dev) != nil {
+				if t.copyForm(n, dev, true) != nil {
 					t.dropBlock(n, dev)
+					t.u64(t.slotOff(slot) + eLost).Add(1)
 					continue
 				}
 			}

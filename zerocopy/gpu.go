@@ -99,7 +99,7 @@ func (t *Topic) deviceBase() (DevicePtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	m, err := c.Pool(dev, t.seg.Name(), t.lay.devPoolSize)
+	m, err := c.Pool(dev, t.seg.Name(), t.seg.ID(), t.lay.devPoolSize)
 	if err != nil {
 		return 0, err
 	}
@@ -138,6 +138,13 @@ func (t *Topic) hostDeviceBase() (DevicePtr, error) {
 	}
 	t.hostReg, t.hostDev = true, p
 	return p, nil
+}
+
+// gpuPrepared reports whether prepareGPU has run successfully.
+func (t *Topic) gpuPrepared() bool {
+	t.gpuMu.Lock()
+	defer t.gpuMu.Unlock()
+	return t.hostReg && (t.lay.poolKind != PoolGPU || t.devBase != 0)
 }
 
 // prepareGPU maps what a GPU endpoint of this process will use: the host
@@ -200,10 +207,16 @@ func (t *Topic) missingForm(n uint32, peers map[GID]peerInfo) (dev bool, missing
 // copyForm fills sample n's block of one form (device when toDev) from its
 // other form. The host pool is registered with CUDA first, so the copy runs
 // at pinned speed straight into (or out of) shared memory.
-func (t *Topic) copyForm(n uint32, toDev bool) error {
+// underLock says the caller holds the topic lock: then only what is set up
+// already may be used (no CUDA start-up or daemon round trip while other
+// processes wait for the lock).
+func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 	dev, err := t.d.GPU()
 	if err != nil {
 		return err
+	}
+	if underLock && !t.gpuPrepared() {
+		return fmt.Errorf("%w: GPU pools of %s not mapped in this process", ErrNotSupported, t.name)
 	}
 	if _, err := t.hostDeviceBase(); err != nil {
 		return err

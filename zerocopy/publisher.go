@@ -372,7 +372,7 @@ func (p *Publisher) publish(n uint32) error {
 				}
 			}
 			if err == nil {
-				err = t.copyForm(n, dev)
+				err = t.copyForm(n, dev, false)
 			}
 			if err != nil {
 				p.dropLoan(n)

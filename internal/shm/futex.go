@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -96,12 +97,16 @@ func WaitMany(ws []Waiter, timeout time.Duration) error {
 		}
 		_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(len(ws)), 0, uintptr(tsp), unix.CLOCK_MONOTONIC, 0)
 		switch e {
+		case 0, unix.EAGAIN, unix.EINTR:
+			return nil // woken, a value already changed, or a signal
 		case unix.ETIMEDOUT:
 			return ErrTimeout
-		case unix.ENOSYS:
+		case unix.ENOSYS, unix.EPERM, unix.EACCES:
+			// No futex_waitv (old kernel, or a seccomp profile without it):
+			// poll from now on rather than spin on the error.
 			waitvUnsupported.Store(true)
 		default:
-			return nil
+			return fmt.Errorf("futex_waitv: %w", e)
 		}
 	}
 	return pollMany(ws, timeout)

@@ -151,17 +151,28 @@ func (c *Client) do(req Request) (Reply, int, error) {
 	if err != nil || n == 0 {
 		return Reply{}, -1, fmt.Errorf("%w: no reply: %v", ErrNoDaemon, err)
 	}
+	// Keep the first descriptor received; close every other one, whatever
+	// the messages look like.
 	fd := -1
 	if oobn > 0 {
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err == nil && len(msgs) > 0 {
-			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) > 0 {
-				fd = fds[0]
-				for _, extra := range fds[1:] {
-					unix.Close(extra)
+		msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+		for i := range msgs {
+			fds, err := unix.ParseUnixRights(&msgs[i])
+			if err != nil {
+				continue
+			}
+			for _, f := range fds {
+				if fd < 0 {
+					fd = f
+				} else {
+					unix.Close(f)
 				}
 			}
 		}
+	}
+	if fd >= 0 && req.Op != "pool" {
+		unix.Close(fd)
+		fd = -1
 	}
 	var r Reply
 	if err := json.Unmarshal(buf[:n], &r); err != nil {
@@ -214,13 +225,15 @@ func (m *Mapping) Close() error {
 	return nil
 }
 
-// Pool asks for the GPU pool of a topic segment and maps it on dev.
-func (c *Client) Pool(dev *cuda.Device, segment string, size uint64) (*Mapping, error) {
+// Pool asks for the GPU pool of a topic segment and maps it on dev. ino is
+// the inode of the segment the caller mapped (0: not checked), so a caller
+// holding a removed segment never gets the pool of its successor.
+func (c *Client) Pool(dev *cuda.Device, segment string, ino, size uint64) (*Mapping, error) {
 	ord := 0
 	if dev != nil {
 		ord = dev.Ordinal()
 	}
-	r, fd, err := c.do(Request{Op: "pool", Segment: segment, Size: size, Device: ord})
+	r, fd, err := c.do(Request{Op: "pool", Segment: segment, Ino: ino, Size: size, Device: ord})
 	if err != nil {
 		return nil, fmt.Errorf("GPU pool for %s: %w", segment, err)
 	}
@@ -242,6 +255,9 @@ func (c *Client) Pool(dev *cuda.Device, segment string, size uint64) (*Mapping, 
 		}
 		return &Mapping{Ptr: a.Ptr(), Size: r.Size, Kind: r.Handle, alloc: a}, nil
 	case HandleIPC:
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		var h cuda.IpcMemHandle
 		if len(r.IPC) != len(h) {
 			return nil, fmt.Errorf("GPU pool for %s: IPC handle of %d bytes", segment, len(r.IPC))

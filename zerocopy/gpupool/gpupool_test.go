@@ -86,7 +86,7 @@ func TestPoolRequest(t *testing.T) {
 	if pid, err := c.Ping(); err != nil || pid != os.Getpid() {
 		t.Fatalf("ping: pid %d, %v", pid, err)
 	}
-	if _, err := c.Pool(nil, "missing_segment", 1<<20); err == nil {
+	if _, err := c.Pool(nil, "missing_segment", 0, 1<<20); err == nil {
 		t.Fatal("pool for a segment that does not exist was granted")
 	}
 	os.WriteFile(filepath.Join(dir, "seg_a"), nil, 0o600)
@@ -96,7 +96,7 @@ func TestPoolRequest(t *testing.T) {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but no GPU: %v", err)
 		}
 		// The request itself must come back as a typed not-supported error.
-		_, err := c.Pool(nil, "seg_a", 1<<20)
+		_, err := c.Pool(nil, "seg_a", 0, 1<<20)
 		if !errors.Is(err, cuda.ErrNotSupported) {
 			t.Fatalf("pool without a GPU: %v, want ErrNotSupported", err)
 		}
@@ -107,7 +107,7 @@ func TestPoolRequest(t *testing.T) {
 	}
 	defer dev.Close()
 	testutil.AllowCurrentFDs() // the driver's own, for the process's life
-	m, err := c.Pool(dev, "seg_a", 3<<20)
+	m, err := c.Pool(dev, "seg_a", 0, 3<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,4 +210,54 @@ func TestAutostartAndIdleExit(t *testing.T) {
 	testutil.Eventually(t, 20*time.Second, "idle daemon exits", func() bool {
 		return !shm.Alive(shm.Owner{Pid: uint32(pid)})
 	})
+}
+
+// Close stops the daemon even while clients stay connected.
+func TestCloseWithConnectedClient(t *testing.T) {
+	srv, err := gpupool.Listen(gpupool.ServerConfig{Prefix: testutil.Prefix(), Domain: 73, AllowGroup: -1, ShmDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	c, err := gpupool.Dial(testutil.Prefix(), 73, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve still running 10 s after Close with a client connected")
+	}
+	if _, err := c.Ping(); err == nil {
+		t.Fatal("a closed daemon answered")
+	}
+}
+
+// A request for a segment that was replaced since the client mapped it is
+// refused: the client must never get its successor's pool.
+func TestReplacedSegmentRefused(t *testing.T) {
+	dir := t.TempDir()
+	startServer(t, 74, dir)
+	c, err := gpupool.Dial(testutil.Prefix(), 74, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := filepath.Join(dir, "seg_r")
+	os.WriteFile(path, nil, 0o600)
+	var st unix.Stat_t
+	unix.Stat(path, &st)
+	os.Remove(path)
+	os.WriteFile(path+".new", nil, 0o600)
+	os.Rename(path+".new", path) // same name, another inode
+	_, err = c.Pool(nil, "seg_r", shm.Identity(&st), 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "made again") {
+		t.Fatalf("pool for a replaced segment: %v", err)
+	}
 }

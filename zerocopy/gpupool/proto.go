@@ -3,6 +3,7 @@ package gpupool
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ProtocolVersion is carried in every request; a daemon refuses others.
@@ -23,6 +24,7 @@ type Request struct {
 	Version int    `json:"version"`
 	Op      string `json:"op"`
 	Segment string `json:"segment,omitempty"` // shared-memory name of the topic
+	Ino     uint64 `json:"ino,omitempty"`     // shm.Identity of the segment the client mapped
 	Size    uint64 `json:"size,omitempty"`    // pool bytes wanted
 	Device  int    `json:"device,omitempty"`  // CUDA ordinal
 }
@@ -67,7 +69,7 @@ func (r Request) validate() error {
 	case "ping", "stats":
 		return nil
 	case "pool":
-		if r.Segment == "" || len(r.Segment) > 255 {
+		if r.Segment == "" || len(r.Segment) > 255 || strings.ContainsAny(r.Segment, "/\x00") || r.Segment[0] == '.' {
 			return errors.New("pool request without a valid segment name")
 		}
 		if r.Size == 0 || r.Size > 1<<40 {

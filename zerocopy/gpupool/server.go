@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
 // ServerConfig configures the pool owner.
@@ -41,6 +42,7 @@ type Server struct {
 	mu      sync.Mutex // guards everything below
 	devs    map[int]*cuda.Device
 	pools   map[string]*pool
+	conns   map[int]bool // client sockets, shut down by Close
 	clients int
 	lastUse time.Time
 	closed  bool
@@ -72,7 +74,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("daemon socket: %w", err)
 	}
-	return &Server{cfg: cfg, lfd: fd, stop: make(chan struct{}), devs: map[int]*cuda.Device{}, pools: map[string]*pool{}, lastUse: time.Now()}, nil
+	return &Server{cfg: cfg, lfd: fd, stop: make(chan struct{}), devs: map[int]*cuda.Device{}, pools: map[string]*pool{}, conns: map[int]bool{}, lastUse: time.Now()}, nil
 }
 
 func (s *Server) log() *slog.Logger {
@@ -104,7 +106,13 @@ func (s *Server) Serve() error {
 			return fmt.Errorf("accepting: %w", err)
 		}
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			unix.Close(nfd)
+			continue
+		}
 		s.clients++
+		s.conns[nfd] = true
 		s.lastUse = time.Now()
 		s.mu.Unlock()
 		s.wg.Add(1)
@@ -120,6 +128,9 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
+	for fd := range s.conns {
+		unix.Shutdown(fd, unix.SHUT_RDWR) // wakes its reader; serveConn closes it
+	}
 	s.mu.Unlock()
 	close(s.stop)
 	unix.Shutdown(s.lfd, unix.SHUT_RDWR)
@@ -155,19 +166,22 @@ func (s *Server) janitor() {
 	}
 }
 
+// segmentInode returns the identity of the segment now behind name
+// (shm.Identity: inode and change time).
 func (s *Server) segmentInode(name string) (uint64, bool) {
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(s.cfg.ShmDir, name), &st); err != nil {
 		return 0, false
 	}
-	return st.Ino, true
+	return shm.Identity(&st), true
 }
 
 func (s *Server) serveConn(fd int) {
 	defer s.wg.Done()
 	defer func() {
-		unix.Close(fd)
 		s.mu.Lock()
+		delete(s.conns, fd)
+		unix.Close(fd)
 		s.clients--
 		s.lastUse = time.Now()
 		s.mu.Unlock()
@@ -240,11 +254,18 @@ func (s *Server) handle(req Request, cred *unix.Ucred) (Reply, int) {
 	if !ok {
 		return Reply{Error: fmt.Sprintf("no topic segment %q", req.Segment)}, -1
 	}
+	if req.Ino != 0 && req.Ino != ino {
+		return Reply{Error: fmt.Sprintf("topic segment %q was removed and made again since the client mapped it; reopen it", req.Segment)}, -1
+	}
 	p := s.pools[req.Segment]
-	if p != nil && (p.ino != ino || p.Size < req.Size || p.Device != req.Device) {
-		s.free(p) // the topic was removed and made again
+	if p != nil && p.ino != ino {
+		s.free(p) // the topic was removed and made again: its old pool is no one's
 		delete(s.pools, req.Segment)
 		p = nil
+	}
+	if p != nil && (p.Size < req.Size || p.Device != req.Device) {
+		// Other processes map this pool: never replace it under them.
+		return Reply{Error: fmt.Sprintf("the pool of %q has %d bytes on GPU %d; asked for %d bytes on GPU %d", req.Segment, p.Size, p.Device, req.Size, req.Device)}, -1
 	}
 	if p == nil {
 		var err error
