@@ -65,6 +65,10 @@ type Config struct {
 	// updating deadline and liveliness status (default 100 ms).
 	JanitorPeriod time.Duration
 
+	// SkipStaleClean stops Open from removing what crashed processes left
+	// (see Domain.CleanStale).
+	SkipStaleClean bool
+
 	// Logger receives the engine's few log lines (path in use at start,
 	// reclaimed endpoints). nil means silent.
 	Logger *slog.Logger

@@ -460,3 +460,32 @@ func TestLivelinessAndDeadline(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "node gone from the graph", func() bool { return !hasNode() })
 	testutil.Eventually(t, 10*time.Second, "deadline missed", func() bool { return s.TakeStatus().DeadlineMissed > 0 })
 }
+
+// What a SIGKILLed process leaves (its topic segment, its endpoints) is
+// removed by the next process that opens the domain.
+func TestCleanStaleAfterCrash(t *testing.T) {
+	k := testutil.Start(t, "idle", "/crashed")
+	k.Expect(t, "ready", 30*time.Second)
+	k.Cmd.Process.Kill()
+	k.Wait(10 * time.Second)
+	cfg, _ := Config{Domain: crashDomain}.withDefaults()
+	name, _ := segName(cfg, "/crashed")
+	if _, err := os.Stat(filepath.Join(shm.Dir, name)); err != nil {
+		t.Fatalf("the crashed process left no segment to clean: %v", err)
+	}
+	d, err := Open(Config{Domain: crashDomain, SkipStaleClean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	removed, err := d.CleanStale()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != name {
+		t.Fatalf("removed %v, want [%s]", removed, name)
+	}
+	if _, err := os.Stat(filepath.Join(shm.Dir, name)); !os.IsNotExist(err) {
+		t.Fatalf("segment still there: %v", err)
+	}
+}

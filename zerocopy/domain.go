@@ -2,6 +2,9 @@ package zerocopy
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +45,11 @@ func Open(cfg Config) (*Domain, error) {
 	d := &Domain{cfg: cfg, topics: map[string]*Topic{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if d.graph, err = openGraph(cfg); err != nil {
 		return nil, err
+	}
+	if !cfg.SkipStaleClean {
+		if removed, _ := d.CleanStale(); len(removed) > 0 && cfg.Logger != nil {
+			cfg.Logger.Info("removed shared memory left by crashed processes", "segments", removed)
+		}
 	}
 	go d.janitor()
 	return d, nil
@@ -222,4 +230,78 @@ func (d *Domain) holdTopics() []*Topic {
 		topics = append(topics, t)
 	}
 	return topics
+}
+
+// CleanStale removes what crashed processes left in /dev/shm for this
+// domain: topic segments whose endpoints all belonged to dead processes
+// (their endpoints are reclaimed first), and half-created segments whose
+// creator died before publishing them. It returns the names removed. Open
+// runs it once; `rgaps shm clean` runs it on demand.
+func (d *Domain) CleanStale() ([]string, error) {
+	names, err := shm.List(segPrefix(d.cfg))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, name := range names {
+		d.mu.Lock()
+		_, open := d.topics[name]
+		d.mu.Unlock()
+		if open {
+			continue
+		}
+		seg, err := shm.Open(name, headerSize)
+		if err != nil {
+			continue
+		}
+		t, err := attachTopic(d, seg, "")
+		if err != nil {
+			seg.Close() // not ours to judge: leave a damaged segment to a person
+			continue
+		}
+		if topicState(t.state.Load()) == topicCorrupt {
+			// Beyond repair: remove it once no live process uses it.
+			if !t.liveEndpoints() && shm.Unlink(name) == nil {
+				removed = append(removed, name)
+			}
+			seg.Close()
+			continue
+		}
+		t.reclaimDead()
+		before := topicState(t.state.Load())
+		t.removeIfUnused()
+		if before == topicLive && topicState(t.state.Load()) == topicRemoved {
+			removed = append(removed, name)
+		}
+		seg.Close()
+	}
+	tmps, _ := os.ReadDir(shm.Dir)
+	for _, e := range tmps {
+		n := e.Name()
+		i := strings.Index(n, ".tmp")
+		if !strings.HasPrefix(n, segPrefix(d.cfg)) && !strings.HasPrefix(n, graphName(d.cfg)) || i < 0 {
+			continue
+		}
+		var pid uint32
+		if _, err := fmt.Sscanf(n[i+4:], "%d_", &pid); err != nil || shm.Alive(shm.Owner{Pid: pid}) {
+			continue
+		}
+		if os.Remove(filepath.Join(shm.Dir, n)) == nil {
+			removed = append(removed, n)
+		}
+	}
+	return removed, nil
+}
+
+// liveEndpoints reports, without the lock, whether a live process owns an
+// endpoint slot.
+func (t *Topic) liveEndpoints() bool {
+	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+		so := t.slotOff(s)
+		if slotState(t.u32(so+eState).Load()) != slotFree &&
+			shm.Alive(shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}) {
+			return true
+		}
+	}
+	return false
 }

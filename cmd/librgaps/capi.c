@@ -39,6 +39,14 @@ static int fail(int code, const char *msg)
 	return finish(code);
 }
 
+/* finish_value is finish for a call that returns a value (a count, a
+ * memory kind) or, when negative, a code. */
+static int finish_value(int rc)
+{
+	finish(rc < 0 ? rc : RGAPS_OK);
+	return rc;
+}
+
 void rgaps__set_message(const char *msg)
 {
 	if (msg == NULL) {
@@ -83,11 +91,18 @@ const char *rgaps_strerror(int code)
 	return "unknown rgaps error code";
 }
 
-/* ---- publisher ------------------------------------------------------------- */
+/* ---- handles ---------------------------------------------------------------- */
 
-rgaps_publisher_t *rgaps_publisher_init_memory(const char *topic_name, int memory)
+/* as_handle is a publisher or subscriber handle as the Go half takes it (see
+ * capi.h). The conversion reads nothing: Go checks the address first. */
+static struct rgaps_handle *as_handle(void *p) { return p; }
+
+/* handle_init makes a handle (marked with magic) for a new endpoint that
+ * go_init creates. */
+static struct rgaps_handle *handle_init(const char *topic_name, int memory, uint32_t magic,
+					int (*go_init)(struct rgaps_handle *, char *, int))
 {
-	struct rgaps_publisher *p;
+	struct rgaps_handle *h;
 	int rc;
 
 	begin();
@@ -95,20 +110,42 @@ rgaps_publisher_t *rgaps_publisher_init_memory(const char *topic_name, int memor
 		fail(RGAPS_EINVAL, "rgaps: topic_name is NULL");
 		return NULL;
 	}
-	p = calloc(1, sizeof *p);
-	if (p == NULL) {
+	h = calloc(1, sizeof *h);
+	if (h == NULL) {
 		finish(RGAPS_ENOMEM);
 		return NULL;
 	}
-	rc = rgapsgo_publisher_init(p, (char *)topic_name, memory);
+	rc = go_init(h, (char *)topic_name, memory);
 	if (rc != RGAPS_OK) {
-		free(p);
+		free(h);
 		finish(rc);
 		return NULL;
 	}
-	p->magic = RGAPS_PUB_MAGIC;
+	h->magic = magic;
 	finish(RGAPS_OK);
-	return p;
+	return h;
+}
+
+/* handle_destroy destroys the endpoint of h with go_destroy, and frees h
+ * once Go forgot it. */
+static void handle_destroy(struct rgaps_handle *h, int (*go_destroy)(struct rgaps_handle *, int *))
+{
+	int removed = 0, rc;
+	begin();
+	rc = go_destroy(h, &removed);
+	if (removed) {
+		/* Go forgot the handle (whatever closing reported): free it. */
+		h->magic = 0;
+		free(h);
+	}
+	finish(rc);
+}
+
+/* ---- publisher ------------------------------------------------------------- */
+
+rgaps_publisher_t *rgaps_publisher_init_memory(const char *topic_name, int memory)
+{
+	return (rgaps_publisher_t *)handle_init(topic_name, memory, RGAPS_PUB_MAGIC, rgapsgo_publisher_init);
 }
 
 rgaps_publisher_t *publisher_init(char *topic_name)
@@ -119,66 +156,31 @@ rgaps_publisher_t *publisher_init(char *topic_name)
 int publisher_push(rgaps_publisher_t *publisher, size_t message_size, void *device_pointer)
 {
 	begin();
-	return finish(rgapsgo_publisher_push(publisher, message_size, device_pointer));
+	return finish(rgapsgo_publisher_push(as_handle(publisher), message_size, device_pointer));
 }
 
 int rgaps_publisher_matched(rgaps_publisher_t *publisher)
 {
-	int rc;
 	begin();
-	rc = rgapsgo_publisher_matched(publisher);
-	finish(rc < 0 ? rc : RGAPS_OK);
-	return rc;
+	return finish_value(rgapsgo_publisher_matched(as_handle(publisher)));
 }
 
 int rgaps_publisher_memory(rgaps_publisher_t *publisher)
 {
-	int rc;
 	begin();
-	rc = rgapsgo_publisher_memory(publisher);
-	finish(rc < 0 ? rc : RGAPS_OK);
-	return rc;
+	return finish_value(rgapsgo_publisher_memory(as_handle(publisher)));
 }
 
 void publisher_destroy(rgaps_publisher_t *publisher)
 {
-	int removed = 0, rc;
-	begin();
-	rc = rgapsgo_publisher_destroy(publisher, &removed);
-	if (removed) {
-		/* Go forgot the handle (whatever closing reported): free it. */
-		publisher->magic = 0;
-		free(publisher);
-	}
-	finish(rc);
+	handle_destroy(as_handle(publisher), rgapsgo_publisher_destroy);
 }
 
 /* ---- subscriber ------------------------------------------------------------ */
 
 rgaps_subscriber_t *rgaps_subscriber_init_memory(const char *topic_name, int memory)
 {
-	struct rgaps_subscriber *s;
-	int rc;
-
-	begin();
-	if (topic_name == NULL) {
-		fail(RGAPS_EINVAL, "rgaps: topic_name is NULL");
-		return NULL;
-	}
-	s = calloc(1, sizeof *s);
-	if (s == NULL) {
-		finish(RGAPS_ENOMEM);
-		return NULL;
-	}
-	rc = rgapsgo_subscriber_init(s, (char *)topic_name, memory);
-	if (rc != RGAPS_OK) {
-		free(s);
-		finish(rc);
-		return NULL;
-	}
-	s->magic = RGAPS_SUB_MAGIC;
-	finish(RGAPS_OK);
-	return s;
+	return (rgaps_subscriber_t *)handle_init(topic_name, memory, RGAPS_SUB_MAGIC, rgapsgo_subscriber_init);
 }
 
 rgaps_subscriber_t *subscriber_init(char *topic_name)
@@ -189,7 +191,7 @@ rgaps_subscriber_t *subscriber_init(char *topic_name)
 int rgaps_subscriber_set_timeout(rgaps_subscriber_t *subscriber, int64_t timeout_ms)
 {
 	begin();
-	return finish(rgapsgo_subscriber_set_timeout(subscriber, timeout_ms));
+	return finish(rgapsgo_subscriber_set_timeout(as_handle(subscriber), timeout_ms));
 }
 
 void *subscriber_pull(rgaps_subscriber_t *subscriber)
@@ -198,7 +200,7 @@ void *subscriber_pull(rgaps_subscriber_t *subscriber)
 	int rc;
 
 	begin();
-	rc = rgapsgo_subscriber_pull(subscriber, &p);
+	rc = rgapsgo_subscriber_pull(as_handle(subscriber), &p);
 	finish(rc);
 	if (rc != RGAPS_OK)
 		return NULL;
@@ -212,7 +214,7 @@ int rgaps_subscriber_message_info(rgaps_subscriber_t *subscriber, rgaps_message_
 
 	begin();
 	memset(&tmp, 0, sizeof tmp);
-	rc = rgapsgo_subscriber_info(subscriber, &tmp);
+	rc = rgapsgo_subscriber_info(as_handle(subscriber), &tmp);
 	if (rc == RGAPS_OK && info == NULL)
 		return fail(RGAPS_EINVAL, "rgaps: info is NULL");
 	if (rc == RGAPS_OK)
@@ -226,7 +228,7 @@ size_t rgaps_subscriber_message_size(rgaps_subscriber_t *subscriber)
 	int rc;
 
 	begin();
-	rc = rgapsgo_subscriber_info(subscriber, &tmp);
+	rc = rgapsgo_subscriber_info(as_handle(subscriber), &tmp);
 	finish(rc);
 	return rc == RGAPS_OK ? tmp.size : 0;
 }
@@ -234,37 +236,24 @@ size_t rgaps_subscriber_message_size(rgaps_subscriber_t *subscriber)
 int rgaps_subscriber_release(rgaps_subscriber_t *subscriber)
 {
 	begin();
-	return finish(rgapsgo_subscriber_release(subscriber));
+	return finish(rgapsgo_subscriber_release(as_handle(subscriber)));
 }
 
 int rgaps_subscriber_matched(rgaps_subscriber_t *subscriber)
 {
-	int rc;
 	begin();
-	rc = rgapsgo_subscriber_matched(subscriber);
-	finish(rc < 0 ? rc : RGAPS_OK);
-	return rc;
+	return finish_value(rgapsgo_subscriber_matched(as_handle(subscriber)));
 }
 
 int rgaps_subscriber_memory(rgaps_subscriber_t *subscriber)
 {
-	int rc;
 	begin();
-	rc = rgapsgo_subscriber_memory(subscriber);
-	finish(rc < 0 ? rc : RGAPS_OK);
-	return rc;
+	return finish_value(rgapsgo_subscriber_memory(as_handle(subscriber)));
 }
 
 void subscriber_destroy(rgaps_subscriber_t *subscriber)
 {
-	int removed = 0, rc;
-	begin();
-	rc = rgapsgo_subscriber_destroy(subscriber, &removed);
-	if (removed) {
-		subscriber->magic = 0;
-		free(subscriber);
-	}
-	finish(rc);
+	handle_destroy(as_handle(subscriber), rgapsgo_subscriber_destroy);
 }
 
 /* ---- device and host helpers -------------------------------------------- */

@@ -12,18 +12,14 @@
 
 #include "rgaps.h"
 
-/* A publisher handle as C sees it: allocated and freed by capi.c, filled
- * by Go. It holds a cgo.Handle (an integer), never a Go pointer. */
-struct rgaps_publisher {
-	uint32_t magic;   /* RGAPS_PUB_MAGIC while live (debugging aid only) */
+/* A publisher or subscriber handle as C sees it: allocated and freed by
+ * capi.c, filled by Go. It holds a cgo.Handle (an integer), never a Go
+ * pointer. The rgaps_publisher_t and rgaps_subscriber_t of rgaps.h point
+ * at one of these (their structs stay incomplete: capi.c converts). */
+struct rgaps_handle {
+	uint32_t magic;   /* RGAPS_PUB_MAGIC or RGAPS_SUB_MAGIC while live (debugging aid only) */
 	int32_t memory;   /* RGAPS_MEMORY_HOST or RGAPS_MEMORY_GPU */
 	uintptr_t handle; /* cgo.Handle of the Go state */
-};
-
-struct rgaps_subscriber {
-	uint32_t magic;
-	int32_t memory;
-	uintptr_t handle;
 };
 
 #define RGAPS_PUB_MAGIC 0x52475042u /* "RGPB" */

@@ -33,11 +33,13 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime/cgo"
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
@@ -258,54 +260,72 @@ func capiQoS() (rgaps.QoS, error) {
 	return q, nil
 }
 
+// endpointSpec is what endpointSetup decides for a new publisher or
+// subscriber.
+type endpointSpec struct {
+	node  *rgaps.Node
+	topic string // resolved
+	qos   rgaps.QoS
+	gpu   bool
+}
+
+// opts are the endpoint options of the spec.
+func (e endpointSpec) opts() []rgaps.EndpointOption {
+	if e.gpu {
+		return []rgaps.EndpointOption{rgaps.OnGPU()}
+	}
+	return nil
+}
+
 // endpointSetup is what creating a publisher or subscriber shares: the
 // topic name read and resolved, the memory kind chosen, the context held.
 // On success the caller owns one reference of the context.
-func endpointSetup(topic *C.char, memory C.int) (node *rgaps.Node, full string, gpu bool, q rgaps.QoS, err error) {
+func endpointSetup(topic *C.char, memory C.int) (e endpointSpec, err error) {
 	name := goString("topic_name", topic)
 	if memory != memAuto && memory != memHost && memory != memGPU {
-		return nil, "", false, q, errorf(codeInval, "memory kind %d is not RGAPS_MEMORY_AUTO, _HOST or _GPU", int(memory))
+		return e, errorf(codeInval, "memory kind %d is not RGAPS_MEMORY_AUTO, _HOST or _GPU", int(memory))
 	}
-	if q, err = capiQoS(); err != nil {
-		return nil, "", false, q, err
+	if e.qos, err = capiQoS(); err != nil {
+		return e, err
 	}
 	ctx, node, err := acquire()
 	if err != nil {
-		return nil, "", false, q, err
+		return e, err
 	}
 	defer func() {
 		if err != nil {
 			release()
 		}
 	}()
-	if full, err = node.ResolveTopic(name); err != nil {
-		return nil, "", false, q, err
+	if e.topic, err = node.ResolveTopic(name); err != nil {
+		return e, err
 	}
 	switch memory {
 	case memGPU:
 		if _, err = ctx.Engine().GPU(); err != nil {
-			return nil, "", false, q, fmt.Errorf("GPU memory asked for topic %s: %w", full, err)
+			return e, fmt.Errorf("GPU memory asked for topic %s: %w", e.topic, err)
 		}
-		gpu = true
+		e.gpu = true
 	case memAuto:
 		_, gerr := ctx.Engine().GPU()
 		switch {
 		case gerr == nil:
-			gpu = true
+			e.gpu = true
 		case !errors.Is(gerr, zerocopy.ErrNotSupported):
 			// A GPU is there but does not work: say so rather than
 			// silently taking the host path.
-			err = fmt.Errorf("opening the GPU for topic %s: %w", full, gerr)
-			return nil, "", false, q, err
+			err = fmt.Errorf("opening the GPU for topic %s: %w", e.topic, gerr)
+			return e, err
 		}
 	}
-	if gpu {
+	if e.gpu {
 		// Keep the primary context retained for the life of the process:
 		// the context's own hold ends with the last handle, and creating
 		// the primary context again costs hundreds of milliseconds.
 		helperDevice()
 	}
-	return node, full, gpu, q, nil
+	e.node = node
+	return e, nil
 }
 
 // lifetime keeps an endpoint open while calls on it are in flight: calls
@@ -313,8 +333,9 @@ func endpointSetup(topic *C.char, memory C.int) (node *rgaps.Node, full string, 
 // it waits for them (the engine's Close must not race with a loan being
 // filled, or the block could be handed out again while still written).
 type lifetime struct {
-	mu     sync.RWMutex
-	closed bool
+	mu      sync.RWMutex
+	closing atomic.Bool // close has begun: a call that waits gives up (see pull)
+	closed  bool
 }
 
 func (l *lifetime) enter() error {
@@ -330,61 +351,160 @@ func (l *lifetime) exit() { l.mu.RUnlock() }
 
 // close waits for the calls in flight, runs fn, and fails later calls.
 func (l *lifetime) close(fn func() error) error {
+	l.closing.Store(true)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
 	return fn()
 }
 
-// ---- handle registry -------------------------------------------------------
+// ---- handles -----------------------------------------------------------------
+
+// endpoint is what the Go states of publisher and subscriber handles
+// (pubState, subState) share.
+type endpoint struct {
+	life lifetime
+	gpu  bool
+}
+
+func (e *endpoint) base() *endpoint { return e }
+
+// memory is the kind of memory the endpoint's messages are in.
+func (e *endpoint) memory() C.int {
+	if e.gpu {
+		return memGPU
+	}
+	return memHost
+}
+
+// endpointState is the Go state of one kind of handle.
+type endpointState interface{ base() *endpoint }
 
 // registry is the set of live handle structs of one kind, by address. Go
 // only ever compares these addresses; it reads a struct (for its
 // cgo.Handle) only after finding it here, under the lock that destroy takes
-// to remove it, so a stale handle is reported and never read.
-type registry struct {
+// to remove it, so a stale handle (or one of the other kind) is reported
+// and never read.
+type registry[S endpointState] struct {
+	kind string // in messages: "publisher", "subscriber"
 	mu   sync.RWMutex
 	live map[uintptr]struct{}
 }
 
 var (
-	pubs = registry{live: map[uintptr]struct{}{}}
-	subs = registry{live: map[uintptr]struct{}{}}
+	pubs = registry[*pubState]{kind: "publisher", live: map[uintptr]struct{}{}}
+	subs = registry[*subState]{kind: "subscriber", live: map[uintptr]struct{}{}}
 )
 
-func (r *registry) add(key uintptr) {
-	r.mu.Lock()
-	r.live[key] = struct{}{}
-	r.mu.Unlock()
+func handleKey(h *C.struct_rgaps_handle) uintptr { return uintptr(unsafe.Pointer(h)) }
+
+// badHandle is the failure for key, which is not live.
+func (r *registry[S]) badHandle(key uintptr) error {
+	if key == 0 {
+		return errorf(codeBadHandle, "%s handle is NULL", r.kind)
+	}
+	return errorf(codeBadHandle, "%s handle is not a live %s (destroyed, or not from init)", r.kind, r.kind)
 }
 
-// lookup returns the value of the handle at key, read by handle(), when the
-// key is live.
-func (r *registry) lookup(key uintptr, handle func() uintptr) (any, bool) {
+// open is the body of publisher_init and subscriber_init: create makes
+// the endpoint endpointSetup specified, and h becomes the live handle of
+// its state.
+func (r *registry[S]) open(h *C.struct_rgaps_handle, topic *C.char, memory C.int, create func(e endpointSpec) (S, error)) C.int {
+	e, err := endpointSetup(topic, memory)
+	if err != nil {
+		return report(err)
+	}
+	st, err := create(e)
+	if err != nil {
+		release()
+		return report(err)
+	}
+	st.base().gpu = e.gpu
+	h.handle = C.uintptr_t(cgo.NewHandle(st))
+	h.memory = C.int32_t(st.base().memory())
+	r.mu.Lock()
+	r.live[handleKey(h)] = struct{}{}
+	r.mu.Unlock()
+	return codeOK
+}
+
+// lookup returns the state of h when h is live.
+func (r *registry[S]) lookup(h *C.struct_rgaps_handle) (S, error) {
+	var none S
+	key := handleKey(h)
 	if key == 0 {
-		return nil, false
+		return none, r.badHandle(key)
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if _, ok := r.live[key]; !ok {
-		return nil, false
+		return none, r.badHandle(key)
 	}
-	return cgo.Handle(handle()).Value(), true
+	return cgo.Handle(h.handle).Value().(S), nil
 }
 
-// remove forgets key, returning its value, when it is live.
-func (r *registry) remove(key uintptr, handle func() uintptr) (any, bool) {
+// remove forgets h, returning its state, when it is live.
+func (r *registry[S]) remove(h *C.struct_rgaps_handle) (S, error) {
+	var none S
+	key := handleKey(h)
 	if key == 0 {
-		return nil, false
+		return none, r.badHandle(key)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.live[key]; !ok {
-		return nil, false
+		return none, r.badHandle(key)
 	}
 	delete(r.live, key)
-	h := cgo.Handle(handle())
-	v := h.Value()
-	h.Delete()
-	return v, true
+	ch := cgo.Handle(h.handle)
+	st := ch.Value().(S)
+	ch.Delete()
+	return st, nil
+}
+
+// call runs fn on the state of h, when h is live, as a call in flight on
+// its endpoint (see lifetime). It returns fn's result, or the code of the
+// failure.
+func (r *registry[S]) call(h *C.struct_rgaps_handle, fn func(st S) C.int) C.int {
+	st, err := r.lookup(h)
+	if err != nil {
+		return report(err)
+	}
+	life := &st.base().life
+	if err := life.enter(); err != nil {
+		return report(err)
+	}
+	defer life.exit()
+	return fn(st)
+}
+
+// matched is the number of endpoints matched with h's, which count reads
+// from its state (as a call in flight), or a code.
+func (r *registry[S]) matched(h *C.struct_rgaps_handle, count func(st S) int) C.int {
+	return r.call(h, func(st S) C.int { return C.int(min(count(st), math.MaxInt32)) })
+}
+
+// memory is the memory kind of h, or a code.
+func (r *registry[S]) memory(h *C.struct_rgaps_handle) C.int {
+	st, err := r.lookup(h)
+	if err != nil {
+		return report(err)
+	}
+	return st.base().memory()
+}
+
+// destroy forgets h, when it is live, and closes its endpoint with
+// closeFn once the calls in flight are over. It sets *removed (C frees
+// the struct) whatever closing reports.
+func (r *registry[S]) destroy(h *C.struct_rgaps_handle, removed *C.int, closeFn func(st S) error) C.int {
+	st, err := r.remove(h)
+	if err != nil {
+		return report(err)
+	}
+	*removed = 1
+	err = st.base().life.close(func() error { return closeFn(st) })
+	if rerr := release(); err == nil {
+		err = rerr
+	}
+	return report(err)
 }

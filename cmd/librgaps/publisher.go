@@ -7,8 +7,6 @@ import "C"
 
 import (
 	"errors"
-	"math"
-	"runtime/cgo"
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
@@ -21,57 +19,26 @@ const maxMessage = 1 << 40
 
 // pubState is the Go side of a publisher handle.
 type pubState struct {
-	life lifetime
-	pub  *rgaps.Publisher
-	gpu  bool
-}
-
-func pubKey(p *C.struct_rgaps_publisher) uintptr { return uintptr(unsafe.Pointer(p)) }
-
-func lookupPub(p *C.struct_rgaps_publisher) (*pubState, error) {
-	v, ok := pubs.lookup(pubKey(p), func() uintptr { return uintptr(p.handle) })
-	if !ok {
-		return nil, errorf(codeBadHandle, "%s", badHandle("publisher", pubKey(p)))
-	}
-	return v.(*pubState), nil
-}
-
-func badHandle(kind string, key uintptr) string {
-	if key == 0 {
-		return kind + " handle is NULL"
-	}
-	return kind + " handle is not a live " + kind + " (destroyed, or not from init)"
+	endpoint
+	pub *rgaps.Publisher
 }
 
 //export rgapsgo_publisher_init
-func rgapsgo_publisher_init(p *C.struct_rgaps_publisher, topic *C.char, memory C.int) (rc C.int) {
+func rgapsgo_publisher_init(p *C.struct_rgaps_handle, topic *C.char, memory C.int) (rc C.int) {
 	defer recoverTo(&rc)
-	node, full, gpu, q, err := endpointSetup(topic, memory)
-	if err != nil {
-		return report(err)
-	}
-	var opts []rgaps.EndpointOption
-	if gpu {
-		opts = append(opts, rgaps.OnGPU())
-	}
-	pub, err := node.NewPublisher(full, msgType, q, opts...)
-	if err != nil {
-		release()
-		return report(err)
-	}
-	p.handle = C.uintptr_t(cgo.NewHandle(&pubState{pub: pub, gpu: gpu}))
-	p.memory = memHost
-	if gpu {
-		p.memory = memGPU
-	}
-	pubs.add(pubKey(p))
-	return codeOK
+	return pubs.open(p, topic, memory, func(e endpointSpec) (*pubState, error) {
+		pub, err := e.node.NewPublisher(e.topic, msgType, e.qos, e.opts()...)
+		if err != nil {
+			return nil, err
+		}
+		return &pubState{pub: pub}, nil
+	})
 }
 
 //export rgapsgo_publisher_push
-func rgapsgo_publisher_push(p *C.struct_rgaps_publisher, size C.size_t, src unsafe.Pointer) (rc C.int) {
+func rgapsgo_publisher_push(p *C.struct_rgaps_handle, size C.size_t, src unsafe.Pointer) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupPub(p)
+	st, err := pubs.lookup(p)
 	if err != nil {
 		return report(err)
 	}
@@ -123,44 +90,20 @@ func pushHost(pub *rgaps.Publisher, src unsafe.Pointer, n int) error {
 }
 
 //export rgapsgo_publisher_matched
-func rgapsgo_publisher_matched(p *C.struct_rgaps_publisher) (rc C.int) {
+func rgapsgo_publisher_matched(p *C.struct_rgaps_handle) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupPub(p)
-	if err != nil {
-		return report(err)
-	}
-	if err := st.life.enter(); err != nil {
-		return report(err)
-	}
-	defer st.life.exit()
-	return C.int(min(st.pub.Matched(), math.MaxInt32))
+	return pubs.matched(p, func(st *pubState) int { return st.pub.Matched() })
 }
 
 //export rgapsgo_publisher_memory
-func rgapsgo_publisher_memory(p *C.struct_rgaps_publisher) (rc C.int) {
+func rgapsgo_publisher_memory(p *C.struct_rgaps_handle) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupPub(p)
-	if err != nil {
-		return report(err)
-	}
-	if st.gpu {
-		return memGPU
-	}
-	return memHost
+	return pubs.memory(p)
 }
 
 //export rgapsgo_publisher_destroy
-func rgapsgo_publisher_destroy(p *C.struct_rgaps_publisher, removed *C.int) (rc C.int) {
+func rgapsgo_publisher_destroy(p *C.struct_rgaps_handle, removed *C.int) (rc C.int) {
 	defer recoverTo(&rc)
-	v, ok := pubs.remove(pubKey(p), func() uintptr { return uintptr(p.handle) })
-	if !ok {
-		return report(errorf(codeBadHandle, "%s", badHandle("publisher", pubKey(p))))
-	}
-	*removed = 1 // C frees the struct, whatever closing reports
-	st := v.(*pubState)
-	err := st.life.close(st.pub.Close) // after the pushes in flight
-	if rerr := release(); err == nil {
-		err = rerr
-	}
-	return report(err)
+	// Closing waits for the pushes in flight.
+	return pubs.destroy(p, removed, func(st *pubState) error { return st.pub.Close() })
 }

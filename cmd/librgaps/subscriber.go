@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"math"
-	"runtime/cgo"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,25 +22,13 @@ const pollSlice = 100 * time.Millisecond
 
 // subState is the Go side of a subscriber handle.
 type subState struct {
-	life    lifetime
+	endpoint
 	sub     *rgaps.Subscription
-	gpu     bool
 	timeout atomic.Int64 // ms; < 0: for ever
-	closing atomic.Bool  // destroy has begun
 
 	mu     sync.Mutex    // serialises pull, release and info (cur)
 	cur    *rgaps.Sample // the message held since the last pull, or nil
 	curPtr uintptr       // its payload's address (host or device)
-}
-
-func subKey(s *C.struct_rgaps_subscriber) uintptr { return uintptr(unsafe.Pointer(s)) }
-
-func lookupSub(s *C.struct_rgaps_subscriber) (*subState, error) {
-	v, ok := subs.lookup(subKey(s), func() uintptr { return uintptr(s.handle) })
-	if !ok {
-		return nil, errorf(codeBadHandle, "%s", badHandle("subscriber", subKey(s)))
-	}
-	return v.(*subState), nil
 }
 
 // dropLocked gives the held message back. Must hold st.mu.
@@ -78,11 +65,8 @@ func (st *subState) holdLocked(smp *rgaps.Sample) (uintptr, error) {
 	return addr, nil
 }
 
+// pull is subscriber_pull, as a call in flight (see registry.call).
 func (st *subState) pull() (uintptr, error) {
-	if err := st.life.enter(); err != nil {
-		return 0, err
-	}
-	defer st.life.exit()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := st.dropLocked(); err != nil {
@@ -94,7 +78,7 @@ func (st *subState) pull() (uintptr, error) {
 		deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
 	}
 	for {
-		if st.closing.Load() {
+		if st.life.closing.Load() { // destroy has begun
 			return 0, errorf(codeClosed, "subscriber destroyed during subscriber_pull")
 		}
 		smp, err := st.sub.Take()
@@ -122,36 +106,23 @@ func (st *subState) pull() (uintptr, error) {
 }
 
 //export rgapsgo_subscriber_init
-func rgapsgo_subscriber_init(s *C.struct_rgaps_subscriber, topic *C.char, memory C.int) (rc C.int) {
+func rgapsgo_subscriber_init(s *C.struct_rgaps_handle, topic *C.char, memory C.int) (rc C.int) {
 	defer recoverTo(&rc)
-	node, full, gpu, q, err := endpointSetup(topic, memory)
-	if err != nil {
-		return report(err)
-	}
-	var opts []rgaps.EndpointOption
-	if gpu {
-		opts = append(opts, rgaps.OnGPU())
-	}
-	sub, err := node.NewSubscription(full, msgType, q, opts...)
-	if err != nil {
-		release()
-		return report(err)
-	}
-	st := &subState{sub: sub, gpu: gpu}
-	st.timeout.Store(-1)
-	s.handle = C.uintptr_t(cgo.NewHandle(st))
-	s.memory = memHost
-	if gpu {
-		s.memory = memGPU
-	}
-	subs.add(subKey(s))
-	return codeOK
+	return subs.open(s, topic, memory, func(e endpointSpec) (*subState, error) {
+		sub, err := e.node.NewSubscription(e.topic, msgType, e.qos, e.opts()...)
+		if err != nil {
+			return nil, err
+		}
+		st := &subState{sub: sub}
+		st.timeout.Store(-1)
+		return st, nil
+	})
 }
 
 //export rgapsgo_subscriber_set_timeout
-func rgapsgo_subscriber_set_timeout(s *C.struct_rgaps_subscriber, ms C.int64_t) (rc C.int) {
+func rgapsgo_subscriber_set_timeout(s *C.struct_rgaps_handle, ms C.int64_t) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
+	st, err := subs.lookup(s)
 	if err != nil {
 		return report(err)
 	}
@@ -164,108 +135,75 @@ func rgapsgo_subscriber_set_timeout(s *C.struct_rgaps_subscriber, ms C.int64_t) 
 }
 
 //export rgapsgo_subscriber_pull
-func rgapsgo_subscriber_pull(s *C.struct_rgaps_subscriber, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_subscriber_pull(s *C.struct_rgaps_handle, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
-	if err != nil {
-		return report(err)
-	}
-	addr, err := st.pull()
-	if err != nil {
-		return report(err)
-	}
-	*out = C.uintptr_t(addr)
-	return codeOK
+	return subs.call(s, func(st *subState) C.int {
+		addr, err := st.pull()
+		if err != nil {
+			return report(err)
+		}
+		*out = C.uintptr_t(addr)
+		return codeOK
+	})
+}
+
+// callHeld is subs.call for what needs the held message: fn runs under
+// st.mu, and only when the subscriber holds one (else RGAPS_ENOMSG, with
+// the message none).
+func callHeld(s *C.struct_rgaps_handle, none string, fn func(st *subState) C.int) C.int {
+	return subs.call(s, func(st *subState) C.int {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.cur == nil {
+			return report(errorf(codeNoMsg, "%s", none))
+		}
+		return fn(st)
+	})
 }
 
 //export rgapsgo_subscriber_info
-func rgapsgo_subscriber_info(s *C.struct_rgaps_subscriber, info *C.rgaps_message_info_t) (rc C.int) {
+func rgapsgo_subscriber_info(s *C.struct_rgaps_handle, info *C.rgaps_message_info_t) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
-	if err != nil {
-		return report(err)
-	}
-	if err := st.life.enter(); err != nil {
-		return report(err)
-	}
-	defer st.life.exit()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.cur == nil {
-		return report(errorf(codeNoMsg, "the subscriber holds no message (pull first)"))
-	}
-	mi := st.cur.Info()
-	info.size = C.size_t(st.cur.Size())
-	info.sequence = C.uint64_t(mi.Sequence)
-	info.source_timestamp_ns = C.int64_t(mi.SourceTimestamp.UnixNano())
-	info.received_timestamp_ns = C.int64_t(mi.ReceivedTimestamp.UnixNano())
-	info.memory = memHost
-	if st.gpu {
-		info.memory = memGPU
-	}
-	for i, b := range mi.Publisher {
-		info.publisher_gid[i] = C.uint8_t(b)
-	}
-	return codeOK
+	return callHeld(s, "the subscriber holds no message (pull first)", func(st *subState) C.int {
+		mi := st.cur.Info()
+		info.size = C.size_t(st.cur.Size())
+		info.sequence = C.uint64_t(mi.Sequence)
+		info.source_timestamp_ns = C.int64_t(mi.SourceTimestamp.UnixNano())
+		info.received_timestamp_ns = C.int64_t(mi.ReceivedTimestamp.UnixNano())
+		info.memory = st.memory()
+		for i, b := range mi.Publisher {
+			info.publisher_gid[i] = C.uint8_t(b)
+		}
+		return codeOK
+	})
 }
 
 //export rgapsgo_subscriber_release
-func rgapsgo_subscriber_release(s *C.struct_rgaps_subscriber) (rc C.int) {
+func rgapsgo_subscriber_release(s *C.struct_rgaps_handle) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
-	if err != nil {
-		return report(err)
-	}
-	if err := st.life.enter(); err != nil {
-		return report(err)
-	}
-	defer st.life.exit()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.cur == nil {
-		return report(errorf(codeNoMsg, "the subscriber holds no message"))
-	}
-	return report(st.dropLocked())
+	return callHeld(s, "the subscriber holds no message", func(st *subState) C.int {
+		return report(st.dropLocked())
+	})
 }
 
 //export rgapsgo_subscriber_matched
-func rgapsgo_subscriber_matched(s *C.struct_rgaps_subscriber) (rc C.int) {
+func rgapsgo_subscriber_matched(s *C.struct_rgaps_handle) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
-	if err != nil {
-		return report(err)
-	}
-	if err := st.life.enter(); err != nil {
-		return report(err)
-	}
-	defer st.life.exit()
-	return C.int(min(st.sub.Matched(), math.MaxInt32))
+	return subs.matched(s, func(st *subState) int { return st.sub.Matched() })
 }
 
 //export rgapsgo_subscriber_memory
-func rgapsgo_subscriber_memory(s *C.struct_rgaps_subscriber) (rc C.int) {
+func rgapsgo_subscriber_memory(s *C.struct_rgaps_handle) (rc C.int) {
 	defer recoverTo(&rc)
-	st, err := lookupSub(s)
-	if err != nil {
-		return report(err)
-	}
-	if st.gpu {
-		return memGPU
-	}
-	return memHost
+	return subs.memory(s)
 }
 
 //export rgapsgo_subscriber_destroy
-func rgapsgo_subscriber_destroy(s *C.struct_rgaps_subscriber, removed *C.int) (rc C.int) {
+func rgapsgo_subscriber_destroy(s *C.struct_rgaps_handle, removed *C.int) (rc C.int) {
 	defer recoverTo(&rc)
-	v, ok := subs.remove(subKey(s), func() uintptr { return uintptr(s.handle) })
-	if !ok {
-		return report(errorf(codeBadHandle, "%s", badHandle("subscriber", subKey(s))))
-	}
-	*removed = 1 // C frees the struct, whatever closing reports
-	st := v.(*subState)
-	st.closing.Store(true) // a pull in another thread gives up within pollSlice
-	err := st.life.close(func() error {
+	// A pull in another thread gives up within pollSlice (see
+	// lifetime.closing), then closing drops the held message.
+	return subs.destroy(s, removed, func(st *subState) error {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		err := st.dropLocked()
@@ -274,8 +212,4 @@ func rgapsgo_subscriber_destroy(s *C.struct_rgaps_subscriber, removed *C.int) (r
 		}
 		return err
 	})
-	if rerr := release(); err == nil {
-		err = rerr
-	}
-	return report(err)
 }

@@ -13,6 +13,7 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/bench"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
 func init() {
@@ -63,7 +64,7 @@ func runBenchLocal(args []string) error {
 	fs := flag.NewFlagSet("rgaps bench local", flag.ContinueOnError)
 	sizes := fs.String("sizes", "64,4K,1M,4M,64M", "message sizes of the wakeup cells")
 	subs := fs.String("subs", "1,2,4,8", "subscriber process counts")
-	iters := fs.Int("iters", bench.DefaultIters, fmt.Sprintf("timed messages per cell (sizes above %s: a tenth, at least 10)", bench.FormatSize(bench.BigSize)))
+	iters := fs.Int("iters", bench.DefaultIters, fmt.Sprintf("timed messages per cell (sizes above %s: a tenth, at least 10)", benchutil.FormatSize(bench.BigSize)))
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "untimed warm-up messages per cell (sizes above 16 MiB: a tenth, at least 2)")
 	allocSamples := fs.Int("alloc-samples", bench.DefaultAllocSamples, "timed alloc/free and Loan/Discard pairs per size")
 	busyPoll := fs.Duration("busy-poll", 0, "subscribers spin this long before sleeping in the kernel (0: never)")
@@ -92,10 +93,10 @@ func runBenchLocal(args []string) error {
 	}
 	o := bench.Options{Iters: *iters, Warmup: *warmup, AllocSamples: *allocSamples, BusyPoll: *busyPoll, Domain: uint32(*domain)}
 	var err error
-	if o.Sizes, err = bench.ParseSizes(*sizes); err != nil {
+	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return fmt.Errorf("-sizes: %w", err)
 	}
-	if o.Subs, err = bench.ParseInts(*subs); err != nil {
+	if o.Subs, err = benchutil.ParseInts(*subs); err != nil {
 		return fmt.Errorf("-subs: %w", err)
 	}
 	if *iters <= 0 || *warmup < 0 || *allocSamples <= 0 {

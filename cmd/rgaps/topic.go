@@ -52,11 +52,23 @@ var topicVerbs []topicVerb
 
 func init() {
 	topicVerbs = []topicVerb{
-		{"list", "topics with live endpoints in the domain", cmdList},
-		{"info", "a topic's type, endpoints, QoS and data path", cmdInfo},
-		{"pub", "publish messages", cmdPub},
-		{"echo", "print the messages of a topic", cmdEcho},
-		{"hz", "print a topic's rate and bandwidth every second", cmdHz},
+		{"list", "topics with live endpoints in the domain", verb(parseList, runList)},
+		{"info", "a topic's type, endpoints, QoS and data path", verb(parseInfo, runInfo)},
+		{"pub", "publish messages", verb(parsePub, runPub)},
+		{"echo", "print the messages of a topic", verb(parseEcho, runEcho)},
+		{"hz", "print a topic's rate and bandwidth every second", verb(parseHz, runHz)},
+	}
+}
+
+// verb is the run function of a verb that parses its options with parse
+// (flag errors and -h go to stderr) and runs with run, writing to stdout.
+func verb[O any](parse func(args []string, out io.Writer) (O, error), run func(o O, w io.Writer) error) func(args []string) error {
+	return func(args []string) error {
+		o, err := parse(args, os.Stderr)
+		if err != nil {
+			return err
+		}
+		return run(o, os.Stdout)
 	}
 }
 
@@ -244,6 +256,37 @@ func (c *cmdFlags) parse(args []string, min, max int) ([]string, error) {
 	return pos, nil
 }
 
+// target is what the options of a verb begin with: the domain and, but
+// for list, the topic (resolved).
+type target struct {
+	domain domainFlag
+	topic  string
+}
+
+// parseTopic is parse for a verb whose first positional argument is a
+// topic (at most max in all): it also fills t.
+func (c *cmdFlags) parseTopic(args []string, max int, t *target) ([]string, error) {
+	pos, err := c.parse(args, 1, max)
+	if err != nil {
+		return nil, err
+	}
+	t.domain = c.domain
+	t.topic, err = resolveTopic(pos[0])
+	return pos, err
+}
+
+// positionalType accepts ros2's `echo <topic> <type>` (and `pub <topic>
+// <type> <data>`) besides -type.
+func positionalType(flagType string, pos []string) (string, error) {
+	if len(pos) < 2 {
+		return flagType, nil
+	}
+	if flagType != "" && flagType != pos[1] {
+		return "", badUsage("type given twice: %q and -type %q", pos[1], flagType)
+	}
+	return pos[1], nil
+}
+
 // resolveTopic expands a topic name as `ros2 topic` does for a node in the
 // root namespace: "chatter" is "/chatter".
 func resolveTopic(name string) (string, error) {
@@ -321,6 +364,32 @@ func (s *session) close() error {
 		return fmt.Errorf("leaving domain: %w", err)
 	}
 	return nil
+}
+
+// withSession runs fn in a session (see openSession), which it closes
+// after fn, joining the errors of both.
+func withSession(o rgaps.Options, name string, fn func(s *session) error) (err error) {
+	s, err := openSession(o, name)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.close()) }()
+	return fn(s)
+}
+
+// withGraph joins domain d without a node (list and info create no
+// endpoint) and runs fn with the topics in the graph.
+func withGraph(d domainFlag, fn func(ctx *rgaps.Context, topics []rgaps.TopicInfo) error) error {
+	ctx, err := rgaps.NewContext(d.options(rgaps.EngineConfig{}))
+	if err != nil {
+		return fmt.Errorf("joining domain: %w", err)
+	}
+	defer ctx.Close()
+	topics, err := ctx.Topics()
+	if err != nil {
+		return fmt.Errorf("reading the graph: %w", err)
+	}
+	return fn(ctx, topics)
 }
 
 func (s *session) interrupted() bool { return s.stop.Ready() }
@@ -423,6 +492,69 @@ func (s *session) subscribe(topic, typ, qosName string) (*rgaps.Subscription, st
 		return nil, "", fmt.Errorf("subscribing: %w", err)
 	}
 	return sub, typ, nil
+}
+
+// subscribeOpts are the options echo and hz share: the topic, its type
+// (-type or ros2's second argument; "" takes it from the graph) and -qos
+// ("" adapts to the topic's publishers).
+type subscribeOpts struct {
+	target
+	typ     string
+	qosName string
+}
+
+// flags adds -type and -qos to fs, with the verb's help texts.
+func (o *subscribeOpts) flags(fs *cmdFlags, typeHelp, qosHelp string) {
+	fs.StringVar(&o.typ, "type", "", typeHelp)
+	fs.StringVar(&o.qosName, "qos", "", qosHelp)
+}
+
+// parse parses `<topic> [type]` and the flags.
+func (o *subscribeOpts) parse(fs *cmdFlags, args []string) error {
+	pos, err := fs.parseTopic(args, 2, &o.target)
+	if err != nil {
+		return err
+	}
+	o.typ, err = positionalType(o.typ, pos)
+	return err
+}
+
+// checkQoS checks -qos; verbs call it after checking their own flags.
+func (o *subscribeOpts) checkQoS() error {
+	if o.qosName == "" {
+		return nil
+	}
+	_, err := profileByName(o.qosName)
+	return err
+}
+
+// run runs fn in a session called name, with the subscription (see
+// subscribe); an interrupt before the subscription exists ends it quietly.
+func (o *subscribeOpts) run(name string, fn func(s *session, sub *rgaps.Subscription, typ string) error) error {
+	return withSession(o.domain.options(rgaps.EngineConfig{}), name, func(s *session) error {
+		sub, typ, err := s.subscribe(o.topic, o.typ, o.qosName)
+		if err != nil || sub == nil {
+			return err
+		}
+		return fn(s, sub, typ)
+	})
+}
+
+// take takes the next message of sub and hands it to fn, then returns it
+// to the pool; took is false when no message is queued.
+func take(sub *rgaps.Subscription, fn func(smp *rgaps.Sample)) (took bool, err error) {
+	smp, err := sub.Take()
+	if errors.Is(err, rgaps.ErrNoData) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("taking a message: %w", err)
+	}
+	fn(smp)
+	if err := smp.Return(); err != nil {
+		return false, fmt.Errorf("returning a message: %w", err)
+	}
+	return true, nil
 }
 
 // ---- payloads ---------------------------------------------------------------
@@ -599,45 +731,29 @@ func parseList(args []string, out io.Writer) (listOpts, error) {
 	return o, nil
 }
 
-func cmdList(args []string) error {
-	o, err := parseList(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return runList(o, os.Stdout)
-}
-
 func runList(o listOpts, w io.Writer) error {
-	ctx, err := rgaps.NewContext(o.domain.options(rgaps.EngineConfig{}))
-	if err != nil {
-		return fmt.Errorf("joining domain: %w", err)
-	}
-	defer ctx.Close()
-	topics, err := ctx.Topics()
-	if err != nil {
-		return fmt.Errorf("reading the graph: %w", err)
-	}
-	topics = slices.DeleteFunc(topics, func(t rgaps.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
-	if o.countOnly {
-		_, err = fmt.Fprintln(w, len(topics))
-		return err
-	}
-	bw := bufio.NewWriter(w)
-	for _, t := range topics {
-		if o.types {
-			fmt.Fprintf(bw, "%s [%s]\n", t.Name, t.Type)
-		} else {
-			fmt.Fprintln(bw, t.Name)
+	return withGraph(o.domain, func(_ *rgaps.Context, topics []rgaps.TopicInfo) error {
+		topics = slices.DeleteFunc(topics, func(t rgaps.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
+		if o.countOnly {
+			_, err := fmt.Fprintln(w, len(topics))
+			return err
 		}
-	}
-	return bw.Flush()
+		bw := bufio.NewWriter(w)
+		for _, t := range topics {
+			if o.types {
+				fmt.Fprintf(bw, "%s [%s]\n", t.Name, t.Type)
+			} else {
+				fmt.Fprintln(bw, t.Name)
+			}
+		}
+		return bw.Flush()
+	})
 }
 
 // ---- info -------------------------------------------------------------------
 
 type infoOpts struct {
-	domain  domainFlag
-	topic   string
+	target
 	verbose bool
 }
 
@@ -645,33 +761,18 @@ func parseInfo(args []string, out io.Writer) (infoOpts, error) {
 	var o infoOpts
 	fs := newFlags("rgaps topic info", "<topic> [-v]", out)
 	fs.BoolVar(&o.verbose, "v", false, "describe every endpoint: node, GID, QoS, process, data path")
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return o, err
-	}
-	o.domain = fs.domain
-	o.topic, err = resolveTopic(pos[0])
+	_, err := fs.parseTopic(args, 1, &o.target)
 	return o, err
 }
 
-func cmdInfo(args []string) error {
-	o, err := parseInfo(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return runInfo(o, os.Stdout)
+func runInfo(o infoOpts, w io.Writer) error {
+	return withGraph(o.domain, func(ctx *rgaps.Context, topics []rgaps.TopicInfo) error {
+		return printInfo(ctx, topics, o, w)
+	})
 }
 
-func runInfo(o infoOpts, w io.Writer) error {
-	ctx, err := rgaps.NewContext(o.domain.options(rgaps.EngineConfig{}))
-	if err != nil {
-		return fmt.Errorf("joining domain: %w", err)
-	}
-	defer ctx.Close()
-	topics, err := ctx.Topics()
-	if err != nil {
-		return fmt.Errorf("reading the graph: %w", err)
-	}
+// printInfo is info for the topics read from ctx's graph.
+func printInfo(ctx *rgaps.Context, topics []rgaps.TopicInfo, o infoOpts, w io.Writer) error {
 	i := slices.IndexFunc(topics, func(t rgaps.TopicInfo) bool { return t.Name == o.topic })
 	if i < 0 {
 		return fmt.Errorf("unknown topic %s (no live endpoint in domain %d)", o.topic, ctx.DomainID())
@@ -726,8 +827,7 @@ func runInfo(o infoOpts, w io.Writer) error {
 // ---- pub --------------------------------------------------------------------
 
 type pubOpts struct {
-	domain  domainFlag
-	topic   string
+	target
 	typ     string
 	rate    float64
 	times   int
@@ -751,19 +851,16 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 	fs.Var(&size, "size", "raw payload `size` (4096, 64K, 4MiB), filled with a counter pattern")
 	fs.StringVar(&o.qosName, "qos", "default", "QoS profile: "+strings.Join(qos.Names(), ", "))
 	fs.Float64Var(&wait, "wait", 1, "wait up to this many `seconds` for a subscription to match before the first message")
-	pos, err := fs.parse(args, 1, 3)
+	pos, err := fs.parseTopic(args, 3, &o.target)
 	if err != nil {
 		return o, err
 	}
-	o.domain, o.size = fs.domain, int64(size)
-	if o.topic, err = resolveTopic(pos[0]); err != nil {
-		return o, err
-	}
+	o.size = int64(size)
 	if len(pos) == 3 { // ros2's form: pub <topic> <type> <data>
-		if o.typ != "" && o.typ != pos[1] {
-			return o, badUsage("type given twice: %q and -type %q", pos[1], o.typ)
+		if o.typ, err = positionalType(o.typ, pos); err != nil {
+			return o, err
 		}
-		o.typ, pos = pos[1], []string{pos[0], pos[2]}
+		pos = []string{pos[0], pos[2]}
 	}
 	if len(pos) == 2 {
 		o.text = pos[1]
@@ -804,20 +901,14 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 	return o, err
 }
 
-func cmdPub(args []string) error {
-	o, err := parsePub(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return runPub(o, os.Stdout)
+func runPub(o pubOpts, w io.Writer) error {
+	return withSession(o.domain.options(rgaps.EngineConfig{}), "_rgaps_pub", func(s *session) error {
+		return publish(s, o, w)
+	})
 }
 
-func runPub(o pubOpts, w io.Writer) (err error) {
-	s, err := openSession(o.domain.options(rgaps.EngineConfig{}), "_rgaps_pub")
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, s.close()) }()
+// publish is pub in session s.
+func publish(s *session, o pubOpts, w io.Writer) error {
 	p, err := s.node.NewPublisher(o.topic, o.typ, o.qos)
 	if err != nil {
 		return fmt.Errorf("creating publisher: %w", err)
@@ -908,77 +999,57 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 // ---- echo -------------------------------------------------------------------
 
 type echoOpts struct {
-	domain  domainFlag
-	topic   string
-	typ     string
-	n       int
-	qosName string
-	raw     bool
+	subscribeOpts
+	n   int
+	raw bool
 }
 
 func parseEcho(args []string, out io.Writer) (echoOpts, error) {
 	var o echoOpts
 	fs := newFlags("rgaps topic echo", "<topic> [type] [-type T] [-n N] [-qos NAME] [-raw]", out)
-	fs.StringVar(&o.typ, "type", "", "message `type` (default: the topic's type in the graph, waiting for the topic to appear)")
+	o.flags(fs, "message `type` (default: the topic's type in the graph, waiting for the topic to appear)",
+		"QoS profile (default: adapted to the topic's publishers): "+strings.Join(qos.Names(), ", "))
 	fs.IntVar(&o.n, "n", 0, "exit after this many messages; 0 echoes until interrupted")
-	fs.StringVar(&o.qosName, "qos", "", "QoS profile (default: adapted to the topic's publishers): "+strings.Join(qos.Names(), ", "))
 	fs.BoolVar(&o.raw, "raw", false, "print a summary line (sequence, size, first bytes) even for "+typeString)
-	pos, err := fs.parse(args, 1, 2)
-	if err != nil {
-		return o, err
-	}
-	o.domain = fs.domain
-	if o.topic, err = resolveTopic(pos[0]); err != nil {
-		return o, err
-	}
-	if o.typ, err = positionalType(o.typ, pos); err != nil {
+	if err := o.parse(fs, args); err != nil {
 		return o, err
 	}
 	if o.n < 0 {
 		return o, badUsage("-n %d: must be >= 0", o.n)
 	}
-	if o.qosName != "" {
-		_, err = profileByName(o.qosName)
-	}
-	return o, err
+	return o, o.checkQoS()
 }
 
-// positionalType accepts ros2's `echo <topic> <type>` besides -type.
-func positionalType(flagType string, pos []string) (string, error) {
-	if len(pos) < 2 {
-		return flagType, nil
-	}
-	if flagType != "" && flagType != pos[1] {
-		return "", badUsage("type given twice: %q and -type %q", pos[1], flagType)
-	}
-	return pos[1], nil
-}
-
-func cmdEcho(args []string) error {
-	o, err := parseEcho(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return runEcho(o, os.Stdout)
-}
-
-func runEcho(o echoOpts, w io.Writer) (err error) {
-	s, err := openSession(o.domain.options(rgaps.EngineConfig{}), "_rgaps_echo")
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, s.close()) }()
-	sub, typ, err := s.subscribe(o.topic, o.typ, o.qosName)
-	if err != nil || sub == nil {
-		return err
-	}
-	decode := !o.raw && typ == typeString
-	bw := bufio.NewWriter(w)
-	items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
-	var lost uint64
-	for count := 0; o.n == 0 || count < o.n; {
-		smp, err := sub.Take()
-		if errors.Is(err, rgaps.ErrNoData) {
+func runEcho(o echoOpts, w io.Writer) error {
+	return o.run("_rgaps_echo", func(s *session, sub *rgaps.Subscription, typ string) error {
+		decode := !o.raw && typ == typeString
+		bw := bufio.NewWriter(w)
+		items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
+		var lost uint64
+		for count := 0; o.n == 0 || count < o.n; {
+			took, err := take(sub, func(smp *rgaps.Sample) {
+				if l := sub.Lost(); l != lost {
+					fmt.Fprintf(os.Stderr, "%d message(s) lost (queue overflow)\n", l-lost)
+					lost = l
+				}
+				b := smp.Bytes()
+				if decode {
+					if text, derr := decodeCDRString(b); derr == nil {
+						fmt.Fprintln(bw, stringLine(text))
+					} else {
+						fmt.Fprintf(bw, "%s (not a valid %s: %v)\n", summaryLine(smp.Info().Sequence, b), typeString, derr)
+					}
+				} else {
+					fmt.Fprintln(bw, summaryLine(smp.Info().Sequence, b))
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if took {
+				count++
+				continue
+			}
 			// Flush when caught up: a burst is written at once, and a
 			// message is on the screen as soon as nothing else is queued.
 			if done, err := outputDone(bw.Flush()); done {
@@ -988,76 +1059,31 @@ func runEcho(o echoOpts, w io.Writer) (err error) {
 				return nil
 			}
 			s.ctx.Wait(items, ready, -1)
-			continue
 		}
-		if err != nil {
-			return fmt.Errorf("taking a message: %w", err)
-		}
-		if l := sub.Lost(); l != lost {
-			fmt.Fprintf(os.Stderr, "%d message(s) lost (queue overflow)\n", l-lost)
-			lost = l
-		}
-		b := smp.Bytes()
-		if decode {
-			if text, derr := decodeCDRString(b); derr == nil {
-				fmt.Fprintln(bw, stringLine(text))
-			} else {
-				fmt.Fprintf(bw, "%s (not a valid %s: %v)\n", summaryLine(smp.Info().Sequence, b), typeString, derr)
-			}
-		} else {
-			fmt.Fprintln(bw, summaryLine(smp.Info().Sequence, b))
-		}
-		if err := smp.Return(); err != nil {
-			return fmt.Errorf("returning a message: %w", err)
-		}
-		count++
-	}
-	_, err = outputDone(bw.Flush())
-	return err
+		_, err := outputDone(bw.Flush())
+		return err
+	})
 }
 
 // ---- hz ---------------------------------------------------------------------
 
 type hzOpts struct {
-	domain  domainFlag
-	topic   string
-	typ     string
-	window  int
-	qosName string
+	subscribeOpts
+	window int
 }
 
 func parseHz(args []string, out io.Writer) (hzOpts, error) {
 	var o hzOpts
 	fs := newFlags("rgaps topic hz", "<topic> [type] [-window N] [-type T] [-qos NAME]", out)
 	fs.IntVar(&o.window, "window", 10000, "compute over the last `N` messages")
-	fs.StringVar(&o.typ, "type", "", "message `type` (default: the topic's type in the graph)")
-	fs.StringVar(&o.qosName, "qos", "", "QoS profile (default: adapted to the topic's publishers)")
-	pos, err := fs.parse(args, 1, 2)
-	if err != nil {
-		return o, err
-	}
-	o.domain = fs.domain
-	if o.topic, err = resolveTopic(pos[0]); err != nil {
-		return o, err
-	}
-	if o.typ, err = positionalType(o.typ, pos); err != nil {
+	o.flags(fs, "message `type` (default: the topic's type in the graph)", "QoS profile (default: adapted to the topic's publishers)")
+	if err := o.parse(fs, args); err != nil {
 		return o, err
 	}
 	if o.window < 2 || o.window > 1<<24 {
 		return o, badUsage("-window %d: must be in [2, %d]", o.window, 1<<24)
 	}
-	if o.qosName != "" {
-		_, err = profileByName(o.qosName)
-	}
-	return o, err
-}
-
-func cmdHz(args []string) error {
-	o, err := parseHz(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return runHz(o, os.Stdout)
+	return o, o.checkQoS()
 }
 
 // hzWindow keeps the publish times and sizes of the last messages.
@@ -1139,34 +1165,30 @@ func bandwidth(bps float64) string {
 	return fmt.Sprintf("%.0f B/s", bps)
 }
 
-func runHz(o hzOpts, w io.Writer) (err error) {
-	s, err := openSession(o.domain.options(rgaps.EngineConfig{}), "_rgaps_hz")
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, s.close()) }()
-	sub, _, err := s.subscribe(o.topic, o.typ, o.qosName)
-	if err != nil || sub == nil {
-		return err
-	}
-	win := newHzWindow(o.window)
+func runHz(o hzOpts, w io.Writer) error {
+	return o.run("_rgaps_hz", func(s *session, sub *rgaps.Subscription, _ string) error {
+		return measure(s, sub, o.window, w)
+	})
+}
+
+// measure is hz of sub in session s, over the last window messages.
+func measure(s *session, sub *rgaps.Subscription, window int, w io.Writer) error {
+	win := newHzWindow(window)
 	items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
 	next := time.Now().Add(time.Second)
 	reported := 0
 	for !s.interrupted() {
 		for {
-			smp, err := sub.Take()
-			if errors.Is(err, rgaps.ErrNoData) {
-				break
-			}
+			took, err := take(sub, func(smp *rgaps.Sample) {
+				// The publish time, not the time of this take: a rate is
+				// the publisher's, whatever delays this process.
+				win.add(smp.Info().SourceTimestamp, len(smp.Bytes()))
+			})
 			if err != nil {
-				return fmt.Errorf("taking a message: %w", err)
+				return err
 			}
-			// The publish time, not the time of this take: a rate is the
-			// publisher's, whatever delays this process.
-			win.add(smp.Info().SourceTimestamp, len(smp.Bytes()))
-			if err := smp.Return(); err != nil {
-				return fmt.Errorf("returning a message: %w", err)
+			if !took {
+				break
 			}
 		}
 		if now := time.Now(); !now.Before(next) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/tlsf"
 )
 
@@ -26,7 +27,7 @@ func (h *harness) measureAlloc() ([]AllocRow, error) {
 		if err := h.ctx.Err(); err != nil {
 			return nil, err
 		}
-		h.progress("allocation: %s, %d pairs", FormatSize(size), h.o.AllocSamples)
+		h.progress("allocation: %s, %d pairs", benchutil.FormatSize(size), h.o.AllocSamples)
 		r := AllocRow{Size: size, Samples: h.o.AllocSamples}
 		p50, p99, err := tlsf.MeasureAllocFree(h.o.AllocSamples, uint64(size))
 		if err != nil {
@@ -73,5 +74,5 @@ func measureLoan(pub *rgaps.Publisher, size, n int) (p50, p99 int64, err error) 
 		d[i] = int64(time.Since(t0))
 	}
 	slices.Sort(d)
-	return percentile(d, 50), percentile(d, 99), nil
+	return benchutil.Percentile(d, 50), benchutil.Percentile(d, 99), nil
 }

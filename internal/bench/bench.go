@@ -14,16 +14,13 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -87,11 +84,11 @@ type Options struct {
 
 // Result is everything a run measured (also what -json writes).
 type Result struct {
-	Machine  Machine     `json:"machine"`
-	Settings Settings    `json:"settings"`
-	Alloc    []AllocRow  `json:"alloc"`
-	Cells    []Cell      `json:"cells"`
-	Elapsed  JSONSeconds `json:"elapsed_s"`
+	Machine  Machine           `json:"machine"`
+	Settings Settings          `json:"settings"`
+	Alloc    []AllocRow        `json:"alloc"`
+	Cells    []Cell            `json:"cells"`
+	Elapsed  benchutil.Seconds `json:"elapsed_s"`
 }
 
 // Settings are the options in force.
@@ -151,13 +148,6 @@ type Stats struct {
 	AllP50  int64 `json:"all_p50_ns"`
 	AllP99  int64 `json:"all_p99_ns"`
 	SendP50 int64 `json:"send_p50_ns"`
-}
-
-// JSONSeconds is a duration written as seconds.
-type JSONSeconds time.Duration
-
-func (s JSONSeconds) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', 3, 64)), nil
 }
 
 // ItersFor is the (timed, warm-up) message count of a cell of size bytes.
@@ -223,18 +213,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("busy-poll %v is negative", o.BusyPoll)
 	}
 	if o.Prefix == "" {
-		base := os.Getenv("RGAPS_SHM_PREFIX")
-		if base == "" {
-			base = "rgaps"
-		}
-		o.Prefix = fmt.Sprintf("%.20s-b%d", base, os.Getpid())
+		o.Prefix = benchutil.PrivatePrefix("b")
 	}
 	if o.Child == nil {
-		exe, err := os.Executable()
+		child, err := benchutil.SelfCommand(ChildCommand)
 		if err != nil {
-			return o, fmt.Errorf("finding the executable to run subscribers: %w", err)
+			return o, err
 		}
-		o.Child = func() *exec.Cmd { return exec.Command(exe, ChildCommand) }
+		o.Child = child
 	}
 	return o, nil
 }
@@ -251,15 +237,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", zerocopy.ErrInvalid, err)
 	}
-	h := &harness{o: o, ctx: ctx, private: private}
-	defer func() {
-		if cerr := h.close(err != nil); err == nil && cerr != nil {
-			err = cerr
-		}
-		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		}
-	}()
+	h := &harness{o: o, ctx: ctx, private: private, procs: &benchutil.Procs{
+		Ctx: ctx, Child: o.Child, Name: "bench", PeerTimeout: peerTimeout, MaxFrame: maxFrame,
+	}}
+	defer func() { err = benchutil.Finish(ctx, err, h.close) }()
 	res = &Result{Machine: machineInfo(), Settings: Settings{
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		AllocSizes: o.AllocSizes, AllocSamples: o.AllocSamples,
@@ -283,58 +264,15 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		for _, n := range o.Subs {
 			for _, path := range o.paths {
 				k++
-				h.progress("[%d/%d] %s %s N=%d: %d+%d messages", k, total, path, FormatSize(size), n, warmup, iters)
+				h.progress("[%d/%d] %s %s N=%d: %d+%d messages", k, total, path, benchutil.FormatSize(size), n, warmup, iters)
 				c, err := h.cell(path, size, n, iters, warmup)
 				if err != nil {
-					return nil, fmt.Errorf("%s %s N=%d: %w", path, FormatSize(size), n, err)
+					return nil, fmt.Errorf("%s %s N=%d: %w", path, benchutil.FormatSize(size), n, err)
 				}
 				res.Cells = append(res.Cells, c)
 			}
 		}
 	}
-	res.Elapsed = JSONSeconds(time.Since(start))
+	res.Elapsed = benchutil.Seconds(time.Since(start))
 	return res, nil
-}
-
-// ParseSizes reads a comma-separated list of sizes ("64,4K,1MiB").
-func ParseSizes(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := zerocopy.ParseSize(strings.TrimSuffix(f, "B"))
-		if err != nil {
-			n, err = zerocopy.ParseSize(f)
-		}
-		if err != nil || n == 0 || n > 1<<32 {
-			return nil, fmt.Errorf("bad size %q", f)
-		}
-		out = append(out, int(n))
-	}
-	if len(out) == 0 {
-		return nil, errors.New("empty list")
-	}
-	return out, nil
-}
-
-// ParseInts reads a comma-separated list of positive integers.
-func ParseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad count %q", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("empty list")
-	}
-	return out, nil
 }

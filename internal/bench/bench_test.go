@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
@@ -23,37 +21,11 @@ func init() {
 	testutil.Role("bench-fail", func([]string) error { return errors.New("boom: this subscriber refuses to start") })
 }
 
-// childOf starts the test binary itself in a role (see testutil.Role).
-func childOf(t testing.TB, role string) func() *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() *exec.Cmd {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), testutil.ChildEnv+"="+role)
-		return cmd
-	}
-}
-
-func noSegments(t *testing.T, prefix string) {
-	t.Helper()
-	if prefix == "" {
-		t.Fatal("no prefix")
-	}
-	ents, _ := os.ReadDir("/dev/shm")
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix+"_") {
-			t.Errorf("segment left behind: /dev/shm/%s", e.Name())
-		}
-	}
-}
-
 func tinyOptions(t *testing.T) Options {
 	return Options{
 		Sizes: []int{64, 4 << 10}, Subs: []int{1, 2}, Iters: 20, Warmup: 3,
 		AllocSizes: []int{64, 4 << 10}, AllocSamples: 200,
-		Child: childOf(t, "bench-child"),
+		Child: benchtest.ChildCmd(t, "bench-child"),
 	}
 }
 
@@ -65,7 +37,7 @@ func TestRunLocal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
-	noSegments(t, res.Settings.Prefix)
+	benchtest.NoSegments(t, res.Settings.Prefix)
 
 	if len(res.Alloc) != len(o.AllocSizes) {
 		t.Fatalf("%d allocation rows, want %d", len(res.Alloc), len(o.AllocSizes))
@@ -112,7 +84,7 @@ func TestRunLocal(t *testing.T) {
 
 	var md bytes.Buffer
 	res.WriteMarkdown(&md)
-	tables := markdownTables(t, md.String())
+	tables := benchtest.MarkdownTables(t, md.String())
 	if len(tables) != 2 {
 		t.Fatalf("%d tables, want 2:\n%s", len(tables), md.String())
 	}
@@ -146,83 +118,6 @@ func TestRunLocal(t *testing.T) {
 	}
 }
 
-var sepCell = regexp.MustCompile(`^:?-{3,}:?$`)
-
-// markdownTables parses every table of a Markdown document, checking that
-// each has a header, a separator and rows of as many cells; it returns the
-// rows (without header and separator) of each.
-func markdownTables(t *testing.T, doc string) [][][]string {
-	t.Helper()
-	var tables [][][]string
-	lines := strings.Split(doc, "\n")
-	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], "|") {
-			continue
-		}
-		j := i
-		for j < len(lines) && strings.HasPrefix(lines[j], "|") {
-			j++
-		}
-		block := lines[i:j]
-		i = j
-		cells := func(l string) []string {
-			if !strings.HasSuffix(l, "|") {
-				t.Errorf("table line does not end with |: %q", l)
-			}
-			parts := strings.Split(strings.Trim(l, "|"), "|")
-			for k := range parts {
-				parts[k] = strings.TrimSpace(parts[k])
-			}
-			return parts
-		}
-		if len(block) < 2 {
-			t.Errorf("table without separator: %q", block)
-			continue
-		}
-		head := cells(block[0])
-		for _, c := range cells(block[1]) {
-			if !sepCell.MatchString(c) {
-				t.Errorf("bad separator cell %q in %q", c, block[1])
-			}
-		}
-		if n := len(cells(block[1])); n != len(head) {
-			t.Errorf("separator has %d cells, header %d", n, len(head))
-		}
-		var rows [][]string
-		for _, l := range block[2:] {
-			r := cells(l)
-			if len(r) != len(head) {
-				t.Errorf("row has %d cells, header %d: %q", len(r), len(head), l)
-			}
-			for _, c := range r {
-				if c == "" {
-					t.Errorf("empty cell in %q", l)
-				}
-			}
-			rows = append(rows, r)
-		}
-		tables = append(tables, rows)
-	}
-	return tables
-}
-
-// syncBuffer is a Progress writer that calls hook on every line.
-type syncBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	hook func(line string)
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	s.b.Write(p)
-	s.mu.Unlock()
-	if s.hook != nil {
-		s.hook(string(p))
-	}
-	return len(p), nil
-}
-
 func TestRunCancelCleansUp(t *testing.T) {
 	for _, path := range []string{PathRgaps, PathUDS} {
 		t.Run(path, func(t *testing.T) {
@@ -234,7 +129,7 @@ func TestRunCancelCleansUp(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var once sync.Once
-			o.Progress = &syncBuffer{hook: func(line string) {
+			o.Progress = &benchtest.SyncBuffer{Hook: func(line string) {
 				if strings.Contains(line, "] "+path+" ") {
 					once.Do(func() { time.AfterFunc(100*time.Millisecond, cancel) })
 				}
@@ -246,21 +141,21 @@ func TestRunCancelCleansUp(t *testing.T) {
 			}
 			// Run made up the prefix; it is the same function of the pid.
 			oo, _ := Options{}.withDefaults()
-			noSegments(t, oo.Prefix)
+			benchtest.NoSegments(t, oo.Prefix)
 		})
 	}
 }
 
 func TestChildFailure(t *testing.T) {
 	o := tinyOptions(t)
-	o.Child = childOf(t, "bench-fail")
+	o.Child = benchtest.ChildCmd(t, "bench-fail")
 	_, err := Run(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("run with failing subscribers: %v (want their stderr in the error)", err)
 	}
 	t.Log(err)
 	oo, _ := Options{}.withDefaults()
-	noSegments(t, oo.Prefix)
+	benchtest.NoSegments(t, oo.Prefix)
 }
 
 func TestPattern(t *testing.T) {
@@ -294,33 +189,7 @@ func TestPattern(t *testing.T) {
 	}
 }
 
-func TestParseAndFormat(t *testing.T) {
-	got, err := ParseSizes("64, 4K,1MiB,4MB,64M")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []int{64, 4 << 10, 1 << 20, 4 << 20, 64 << 20}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("ParseSizes: %v, want %v", got, want)
-		}
-	}
-	for _, bad := range []string{"", "x", "0", "-1"} {
-		if _, err := ParseSizes(bad); err == nil {
-			t.Errorf("ParseSizes(%q) succeeded", bad)
-		}
-	}
-	if n, err := ParseInts("1,2,8"); err != nil || len(n) != 3 || n[2] != 8 {
-		t.Fatalf("ParseInts: %v %v", n, err)
-	}
-	if _, err := ParseInts("1,0"); err == nil {
-		t.Error("ParseInts accepted 0")
-	}
-	for n, s := range map[int]string{64: "64 B", 4096: "4 KiB", 1 << 20: "1 MiB", 64 << 20: "64 MiB", 1000: "1000 B"} {
-		if FormatSize(n) != s {
-			t.Errorf("FormatSize(%d) = %q, want %q", n, FormatSize(n), s)
-		}
-	}
+func TestItersFor(t *testing.T) {
 	if i, w := ItersFor(64<<20, 300, 50); i != 30 || w != 5 {
 		t.Errorf("ItersFor(64 MiB) = %d, %d", i, w)
 	}

@@ -1,15 +1,13 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
 // ChildCommand is the rgaps command that runs ChildMain; the default
@@ -21,7 +19,7 @@ const msgType = "rgaps_bench/msg/Blob"
 
 // child is the state of a subscriber process.
 type child struct {
-	ctl, data fdio
+	ctl, data benchutil.FD
 	ppid      int
 	ctx       *rgaps.Context
 	node      *rgaps.Node
@@ -33,44 +31,24 @@ type child struct {
 // socket on fd 4, answers the parent's requests, and returns when the parent
 // closes the control socket or asks it to exit.
 func ChildMain() error {
-	// The parent stops us (it runs us in our own process group, so a
-	// terminal's ^C reaches only the parent, which then cleans up).
-	signal.Ignore(os.Interrupt, syscall.SIGTERM)
-	for _, fd := range []int{childControlFD, childDataFD} {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
-			return fmt.Errorf("fd %d is not a socket: this command is run by `rgaps bench local` only", fd)
-		}
-		if err := syscall.SetNonblock(fd, false); err != nil {
-			return err
-		}
+	ctl, data, err := benchutil.ChildSetup("rgaps bench local")
+	if err != nil {
+		return err
 	}
-	c := &child{ctl: fdio(childControlFD), data: fdio(childDataFD), ppid: os.Getppid()}
+	c := &child{ctl: ctl, data: data, ppid: os.Getppid()}
 	defer c.close()
-	for {
-		var req request
-		if err := readFrame(c.ctl, &req); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // the parent is done with us
-			}
-			return fmt.Errorf("reading request: %w", err)
-		}
-		var err error
+	return benchutil.Serve(c.ctl, maxFrame, func(req request) (bool, error) {
 		switch req.Op {
 		case "init":
-			err = c.init(req)
+			return false, c.init(req)
 		case "cell":
-			err = c.cell(req)
+			return false, c.cell(req)
 		case "exit":
 			c.close()
-			return writeFrame(c.ctl, reply{})
-		default:
-			err = writeFrame(c.ctl, reply{Err: fmt.Sprintf("unknown request %q", req.Op)})
+			return true, benchutil.WriteFrame(c.ctl, reply{})
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return false, benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown request %q", req.Op)})
+	})
 }
 
 func (c *child) close() {
@@ -87,15 +65,15 @@ func (c *child) init(req request) error {
 		Prefix: req.Prefix, PoolSize: req.PoolSize, BusyPoll: req.BusyPoll,
 	}})
 	if err != nil {
-		return writeFrame(c.ctl, reply{Err: err.Error()})
+		return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 	}
 	node, err := ctx.NewNode(fmt.Sprintf("bench_sub%d", req.Index), "/rgaps_bench")
 	if err != nil {
 		ctx.Close()
-		return writeFrame(c.ctl, reply{Err: err.Error()})
+		return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 	}
 	c.ctx, c.node = ctx, node
-	return writeFrame(c.ctl, reply{Pid: os.Getpid(), BusyPoll: ctx.Engine().Config().BusyPoll})
+	return benchutil.WriteFrame(c.ctl, reply{Pid: os.Getpid(), BusyPoll: ctx.Engine().Config().BusyPoll})
 }
 
 // cell receives req.Count messages on one path, acknowledging each, and
@@ -103,7 +81,7 @@ func (c *child) init(req request) error {
 // ackErr and a frame; only a broken control socket is fatal.
 func (c *child) cell(req request) error {
 	if req.Size < MinSize || req.Count <= 0 {
-		return writeFrame(c.ctl, reply{Err: fmt.Sprintf("bad cell: size %d, count %d", req.Size, req.Count)})
+		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("bad cell: size %d, count %d", req.Size, req.Count)})
 	}
 	// recv waits for message i and returns its latency and a function that,
 	// untimed, checks its bytes and releases it.
@@ -112,11 +90,11 @@ func (c *child) cell(req request) error {
 	switch req.Path {
 	case PathRgaps:
 		if c.node == nil {
-			return writeFrame(c.ctl, reply{Err: "not initialised"})
+			return benchutil.WriteFrame(c.ctl, reply{Err: "not initialised"})
 		}
 		sub, err := c.node.NewSubscription(req.Topic, msgType, rgaps.DefaultQoS())
 		if err != nil {
-			return writeFrame(c.ctl, reply{Err: err.Error()})
+			return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 		}
 		done = func() { sub.Close() }
 		recv = func(i int) (int64, func() (string, error), error) { return c.recvRgaps(sub, i, req.Size) }
@@ -128,10 +106,10 @@ func (c *child) cell(req request) error {
 		done = func() {}
 		recv = func(i int) (int64, func() (string, error), error) { return c.recvUDS(i, req.Size) }
 	default:
-		return writeFrame(c.ctl, reply{Err: fmt.Sprintf("unknown path %q", req.Path)})
+		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown path %q", req.Path)})
 	}
 	defer func() { done() }()
-	if err := writeFrame(c.ctl, reply{}); err != nil { // ready
+	if err := benchutil.WriteFrame(c.ctl, reply{}); err != nil { // ready
 		return err
 	}
 	fail := func(i int, err error) error {
@@ -140,7 +118,7 @@ func (c *child) cell(req request) error {
 		if _, werr := c.ctl.Write([]byte{ackErr}); werr != nil {
 			return werr
 		}
-		return writeFrame(c.ctl, reply{Err: fmt.Sprintf("message %d: %v", i, err)})
+		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("message %d: %v", i, err)})
 	}
 	rep := reply{Lat: make([]int64, req.Count)}
 	var go1 [1]byte
@@ -176,38 +154,23 @@ func (c *child) cell(req request) error {
 	}
 	done()
 	done = func() {}
-	return writeFrame(c.ctl, rep)
+	return benchutil.WriteFrame(c.ctl, rep)
 }
 
 // recvRgaps blocks in Subscription.Wait (futex, or a spin first with
 // BusyPoll), takes the sample and records now − t0; finish checks the bytes
 // in place and returns the sample.
 func (c *child) recvRgaps(sub *rgaps.Subscription, i, size int) (int64, func() (string, error), error) {
-	for {
-		err := sub.Wait(time.Second)
-		if errors.Is(err, rgaps.ErrTimeout) {
-			if os.Getppid() != c.ppid {
-				return 0, nil, errors.New("the benchmark process exited")
-			}
-			continue
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		smp, err := sub.Take()
-		if errors.Is(err, rgaps.ErrNoData) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		now := time.Now().UnixNano()
-		lat := now - stampOf(smp.Bytes())
-		return lat, func() (string, error) {
-			bad := check(smp.Bytes(), uint64(i), size)
-			return bad, smp.Return()
-		}, nil
+	smp, err := benchutil.TakeNext(sub, c.ppid, nil)
+	if err != nil {
+		return 0, nil, err
 	}
+	now := time.Now().UnixNano()
+	lat := now - stampOf(smp.Bytes())
+	return lat, func() (string, error) {
+		bad := check(smp.Bytes(), uint64(i), size)
+		return bad, smp.Return()
+	}, nil
 }
 
 // recvUDS blocks in read(2) until the whole message is in its own buffer

@@ -1,14 +1,15 @@
 package bench
 
 import (
-	"bufio"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
 // Machine describes where a run happened.
@@ -30,23 +31,9 @@ type Machine struct {
 
 func machineInfo() Machine {
 	m := Machine{
-		CPU: "unknown", Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		Kernel: "unknown", Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Kernel: benchutil.KernelRelease(), Go: benchutil.GoVersion(),
 		Date: time.Now().Format(time.RFC3339), Clocksource: "unknown",
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
 	}
 	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
 		m.Clocksource = strings.TrimSpace(string(b))
@@ -93,7 +80,7 @@ func wakeFloor(n int) (p50, p99 int64) {
 	}
 	<-done
 	slices.Sort(lat)
-	return percentile(lat, 50), percentile(lat, 99)
+	return benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99)
 }
 
 // clockCost is the median of 1000 measurements of back-to-back time.Now.

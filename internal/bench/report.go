@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
 // Goals this project sets itself, and what the thesis reports.
@@ -25,77 +27,21 @@ var thesisNotify = map[int]int{1: 6, 2: 7, 4: 9, 8: 11}
 // thesisUDS is Table 4.3's Unix-domain-socket IPC (µs), one receiver.
 var thesisUDS = map[int]int{4 << 20: 1184, 64 << 20: 17810}
 
-// FormatSize writes 64 B, 4 KiB, 1 MiB, ...
-func FormatSize(n int) string {
-	for _, u := range []struct {
-		s string
-		v int
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v && n%u.v == 0 {
-			return fmt.Sprintf("%d %s", n/u.v, u.s)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// us writes ns as microseconds with a precision that suits the magnitude.
+// us writes ns as microseconds with a precision that suits the magnitude
+// (benchutil.US; a negative value keeps two decimals, as it always has
+// here).
 func us(ns int64) string {
-	v := float64(ns) / 1e3
-	switch {
-	case ns < 10_000:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case ns < 100_000:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+	if ns < 0 {
+		return strconv.FormatFloat(float64(ns)/1e3, 'f', 2, 64)
 	}
-	return thousands(int64(v + 0.5))
-}
-
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return benchutil.US(ns)
 }
 
 func ratio(a, b int64) string {
 	if b <= 0 {
 		return "—"
 	}
-	r := float64(a) / float64(b)
-	if r >= 100 {
-		return thousands(int64(r+0.5)) + "×"
-	}
-	return strconv.FormatFloat(r, 'f', 1, 64) + "×"
-}
-
-// table writes a Markdown table.
-type table struct {
-	head  []string
-	align []string // "l" or "r" per column
-	rows  [][]string
-}
-
-func (t *table) write(w io.Writer) {
-	line := func(cells []string) {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-	}
-	line(t.head)
-	sep := make([]string, len(t.head))
-	for i := range sep {
-		sep[i] = "---"
-		if i < len(t.align) && t.align[i] == "r" {
-			sep[i] = "---:"
-		}
-	}
-	line(sep)
-	for _, r := range t.rows {
-		line(r)
-	}
+	return benchutil.Times(float64(a) / float64(b))
 }
 
 // findCell returns the cell of (path, size, n), or nil.
@@ -111,26 +57,26 @@ func (r *Result) findCell(path string, size, n int) *Cell {
 
 // AllocTable writes section 1's table.
 func (r *Result) AllocTable(w io.Writer) {
-	t := table{
-		head:  []string{"size", "pairs", "TLSF alloc+free p50", "TLSF p99", "Loan+Discard p50", "Loan+Discard p99", "goal p99 ≤ 1 µs (TLSF / engine)", "thesis TLSF malloc (Table 4.2)"},
-		align: []string{"r", "r", "r", "r", "r", "r", "l", "r"},
+	t := benchutil.Table{
+		Head:  []string{"size", "pairs", "TLSF alloc+free p50", "TLSF p99", "Loan+Discard p50", "Loan+Discard p99", "goal p99 ≤ 1 µs (TLSF / engine)", "thesis TLSF malloc (Table 4.2)"},
+		Align: "rrrrrrlr",
 	}
 	for _, a := range r.Alloc {
-		t.rows = append(t.rows, []string{
-			FormatSize(a.Size), thousands(int64(a.Samples)), us(a.TLSFP50), us(a.TLSFP99), us(a.LoanP50), us(a.LoanP99),
-			metWord(a.TLSFP99 <= GoalAllocP99) + " / " + metWord(a.LoanP99 <= GoalAllocP99), "~1",
+		t.Rows = append(t.Rows, []string{
+			benchutil.FormatSize(a.Size), benchutil.Thousands(int64(a.Samples)), us(a.TLSFP50), us(a.TLSFP99), us(a.LoanP50), us(a.LoanP99),
+			benchutil.MetWord(a.TLSFP99 <= GoalAllocP99) + " / " + benchutil.MetWord(a.LoanP99 <= GoalAllocP99), "~1",
 		})
 	}
-	t.write(w)
+	t.Write(w)
 }
 
 // WakeupTable writes section 2's table: one row per size and subscriber
 // count, the zero-copy path beside the UDS baseline.
 func (r *Result) WakeupTable(w io.Writer) {
-	t := table{
-		head: []string{"size", "N", "msgs", "rgaps p50", "rgaps p99", "rgaps all-woke p50", "Publish call p50",
+	t := benchutil.Table{
+		Head: []string{"size", "N", "msgs", "rgaps p50", "rgaps p99", "rgaps all-woke p50", "Publish call p50",
 			"UDS p50", "UDS p99", "UDS all-read p50", "UDS/rgaps p50", "thesis notify (T4.4)", "thesis UDS (T4.3)"},
-		align: []string{"r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"},
+		Align: "rrrrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
 		for _, n := range r.Settings.Subs {
@@ -143,27 +89,20 @@ func (r *Result) WakeupTable(w io.Writer) {
 				tn = strconv.Itoa(v)
 			}
 			if v, ok := thesisUDS[size]; ok && n == 1 {
-				tu = thousands(int64(v))
+				tu = benchutil.Thousands(int64(v))
 			}
 			msgs := strconv.Itoa(z.Iters)
 			if z.Iters != r.Settings.Iters {
 				msgs += "*"
 			}
-			t.rows = append(t.rows, []string{
-				FormatSize(size), strconv.Itoa(n), msgs,
+			t.Rows = append(t.Rows, []string{
+				benchutil.FormatSize(size), strconv.Itoa(n), msgs,
 				us(z.Stats.P50), us(z.Stats.P99), us(z.Stats.AllP50), us(z.Stats.SendP50),
 				us(u.Stats.P50), us(u.Stats.P99), us(u.Stats.AllP50), ratio(u.Stats.P50, z.Stats.P50), tn, tu,
 			})
 		}
 	}
-	t.write(w)
-}
-
-func metWord(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
+	t.Write(w)
 }
 
 // Summary is one line per goal, with the numbers behind the verdict.
@@ -180,8 +119,8 @@ func (r *Result) Summary() []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("TLSF alloc+free p99 ≤ 1 µs: %s — worst p99 %s µs (%s); through the engine (Loan+Discard): %s — worst p99 %s µs (%s). Thesis: ~1 µs.",
-			metWord(wt.TLSFP99 <= GoalAllocP99), us(wt.TLSFP99), FormatSize(wt.Size),
-			metWord(wl.LoanP99 <= GoalAllocP99), us(wl.LoanP99), FormatSize(wl.Size)))
+			benchutil.MetWord(wt.TLSFP99 <= GoalAllocP99), us(wt.TLSFP99), benchutil.FormatSize(wt.Size),
+			benchutil.MetWord(wl.LoanP99 <= GoalAllocP99), us(wl.LoanP99), benchutil.FormatSize(wl.Size)))
 	}
 	var zs []*Cell
 	for i := range r.Cells {
@@ -208,9 +147,9 @@ func (r *Result) Summary() []string {
 			worstAll = c
 		}
 	}
-	where := func(c *Cell) string { return fmt.Sprintf("%s, N=%d", FormatSize(c.Size), c.Subs) }
+	where := func(c *Cell) string { return fmt.Sprintf("%s, N=%d", benchutil.FormatSize(c.Size), c.Subs) }
 	out = append(out, fmt.Sprintf("Wakeup p50 ≤ 5 µs: %s — %d of %d cells; per-subscriber p50 from %s µs (%s) to %s µs (%s); all-woke p50 worst %s µs (%s). This machine's futex wakeup floor: p50 %s µs. Thesis notify: 6–11 µs (avg).",
-		metWord(met == len(zs)), met, len(zs), us(best.Stats.P50), where(best), us(worst.Stats.P50), where(worst), us(worstAll.Stats.AllP50), where(worstAll), us(r.Machine.WakeP50)))
+		benchutil.MetWord(met == len(zs)), met, len(zs), us(best.Stats.P50), where(best), us(worst.Stats.P50), where(worst), us(worstAll.Stats.AllP50), where(worstAll), us(r.Machine.WakeP50)))
 
 	subs, sizes := r.Settings.Subs, r.Settings.Sizes
 	nLo, nHi := minOf(subs), maxOf(subs)
@@ -225,7 +164,7 @@ func (r *Result) Summary() []string {
 			}
 			q := float64(hi.Stats.P50) / float64(max(lo.Stats.P50, 1))
 			flat = flat && q <= FlatRatio
-			parts = append(parts, fmt.Sprintf("%s %s (all-woke %s)", FormatSize(size), ratio(hi.Stats.P50, lo.Stats.P50), ratio(hi.Stats.AllP50, lo.Stats.AllP50)))
+			parts = append(parts, fmt.Sprintf("%s %s (all-woke %s)", benchutil.FormatSize(size), ratio(hi.Stats.P50, lo.Stats.P50), ratio(hi.Stats.AllP50, lo.Stats.AllP50)))
 		}
 		out = append(out, fmt.Sprintf("Flat across N — p50(N=%d)/p50(N=%d): %s → %s (flat = ≤ %.0f×). Thesis Table 4.4: 11/6 = 1.8×.",
 			nHi, nLo, strings.Join(parts, ", "), flatWord(flat), FlatRatio))
@@ -243,7 +182,7 @@ func (r *Result) Summary() []string {
 			parts = append(parts, fmt.Sprintf("N=%d %s", n, ratio(hi.Stats.P50, lo.Stats.P50)))
 		}
 		out = append(out, fmt.Sprintf("Flat across size — p50(%s)/p50(%s): %s → %s (flat = ≤ %.0f×).",
-			FormatSize(sHi), FormatSize(sLo), strings.Join(parts, ", "), flatWord(flat), FlatRatio))
+			benchutil.FormatSize(sHi), benchutil.FormatSize(sLo), strings.Join(parts, ", "), flatWord(flat), FlatRatio))
 	}
 	var lo, hi *Cell
 	var qlo, qhi float64
@@ -272,7 +211,7 @@ func (r *Result) Summary() []string {
 		}
 	}
 	if bad == 0 {
-		out = append(out, fmt.Sprintf("Bytes: every subscriber checked every message it got (%s deliveries, both paths): all correct.", thousands(int64(msgs))))
+		out = append(out, fmt.Sprintf("Bytes: every subscriber checked every message it got (%s deliveries, both paths): all correct.", benchutil.Thousands(int64(msgs))))
 	} else {
 		out = append(out, fmt.Sprintf("Bytes: %d of %d deliveries had WRONG bytes (see first_bad in the JSON).", bad, msgs))
 	}
@@ -305,9 +244,9 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	if s.BusyPoll > 0 {
 		bp = fmt.Sprintf("subscribers busy-poll %v before sleeping (futex)", s.BusyPoll)
 	}
-	fmt.Fprintf(w, "- domain %d, shm prefix %s, topic %s (pool %s, %s); %s\n", s.Domain, s.Prefix, s.Topic, FormatSize(int(s.PoolSize)), s.QoS, bp)
+	fmt.Fprintf(w, "- domain %d, shm prefix %s, topic %s (pool %s, %s); %s\n", s.Domain, s.Prefix, s.Topic, benchutil.FormatSize(int(s.PoolSize)), s.QoS, bp)
 	fmt.Fprintf(w, "\n## 1. Pool allocation (µs; each pair timed alone, clock read included)\n\n")
-	fmt.Fprintf(w, "TLSF = tlsf.MeasureAllocFree (1 GiB pool, ~100 live blocks); Loan+Discard = Publisher.Loan + Loan.Discard on an otherwise empty topic (topic lock + sample record + TLSF), after %s untimed pairs (steady state: a cold Go heap adds page faults to every ~100th Loan).\n\n", thousands(loanWarmup))
+	fmt.Fprintf(w, "TLSF = tlsf.MeasureAllocFree (1 GiB pool, ~100 live blocks); Loan+Discard = Publisher.Loan + Loan.Discard on an otherwise empty topic (topic lock + sample record + TLSF), after %s untimed pairs (steady state: a cold Go heap adds page faults to every ~100th Loan).\n\n", benchutil.Thousands(loanWarmup))
 	r.AllocTable(w)
 	fmt.Fprintf(w, "\n## 2. Publish → subscriber wakeup, N subscriber processes (µs)\n\n")
 	_, bw := ItersFor(BigSize+1, s.Iters, s.Warmup)
@@ -317,7 +256,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 		"Paced: the next message goes after every subscriber acknowledged the previous one (not timed). "+
 		"p50/p99 over all subscribers' samples; all-woke/all-read = p50 of the per-message maximum over subscribers; Publish call = the publisher's Publish (rgaps). "+
 		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up). Thesis columns: Table 4.4 notification via Iceoryx (avg, any size), Table 4.3 UDS IPC (4 MB / 64 MB, one receiver).\n\n",
-		s.Warmup, FormatSize(BigSize), bi, bw)
+		s.Warmup, benchutil.FormatSize(BigSize), bi, bw)
 	r.WakeupTable(w)
 	fmt.Fprintf(w, "\n## Summary\n\n")
 	for _, l := range r.Summary() {

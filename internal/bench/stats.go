@@ -1,19 +1,10 @@
 package bench
 
-import "slices"
+import (
+	"slices"
 
-// percentile of sorted samples, as tlsf.MeasureAllocFree computes them:
-// p50 = s[n/2], p99 = s[min(n-1, n*99/100)].
-func percentile(sorted []int64, p int) int64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	if p == 50 {
-		return sorted[n/2]
-	}
-	return sorted[min(n-1, n*p/100)]
-}
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
+)
 
 func sortedCopy(s []int64) []int64 {
 	c := slices.Clone(s)
@@ -36,10 +27,11 @@ func cellStats(lat [][]int64, send []int64) Stats {
 	}
 	slices.Sort(all)
 	slices.Sort(worst)
-	st := Stats{P50: percentile(all, 50), P99: percentile(all, 99), AllP50: percentile(worst, 50), AllP99: percentile(worst, 99)}
+	pct := benchutil.Percentile
+	st := Stats{P50: pct(all, 50), P99: pct(all, 99), AllP50: pct(worst, 50), AllP99: pct(worst, 99)}
 	if len(all) > 0 {
 		st.Max = all[len(all)-1]
 	}
-	st.SendP50 = percentile(sortedCopy(send), 50)
+	st.SendP50 = pct(sortedCopy(send), 50)
 	return st
 }

@@ -40,7 +40,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rmw-rgaps/rmw_rgaps/internal/bench"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
@@ -150,7 +150,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.Sizes, o.Subs, o.DataPaths = slices.Clone(o.Sizes), slices.Clone(o.Subs), slices.Clone(o.DataPaths)
 	for _, s := range o.Sizes {
 		if s < MinSize || s > MaxSize {
-			return o, fmt.Errorf("message size %d outside [%s, %s]", s, bench.FormatSize(MinSize), bench.FormatSize(MaxSize))
+			return o, fmt.Errorf("message size %d outside [%s, %s]", s, benchutil.FormatSize(MinSize), benchutil.FormatSize(MaxSize))
 		}
 	}
 	for _, n := range o.Subs {
@@ -176,18 +176,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("pool size %d is smaller than the largest message (%d)", o.PoolSize, slices.Max(o.Sizes))
 	}
 	if o.Prefix == "" {
-		base := os.Getenv("RGAPS_SHM_PREFIX")
-		if base == "" {
-			base = "rgaps"
-		}
-		o.Prefix = fmt.Sprintf("%.20s-g%d", base, os.Getpid())
+		o.Prefix = benchutil.PrivatePrefix("g")
 	}
 	if o.Child == nil {
-		exe, err := os.Executable()
+		child, err := benchutil.SelfCommand(ChildCommand)
 		if err != nil {
-			return o, fmt.Errorf("finding the executable to run subscribers: %w", err)
+			return o, err
 		}
-		o.Child = func() *exec.Cmd { return exec.Command(exe, ChildCommand) }
+		o.Child = child
 	}
 	return o, nil
 }
@@ -197,14 +193,14 @@ func (o Options) runs(dp int) bool { return slices.Contains(o.DataPaths, dp) }
 // Result is everything a run measured (also what -json writes). Times are
 // in ns.
 type Result struct {
-	Machine  Machine   `json:"machine"`
-	Settings Settings  `json:"settings"`
-	Setup    Setup     `json:"setup"`
-	DP1      []DP1Row  `json:"dp1"`
-	DP3      []DP3Cell `json:"dp3"`
-	Checks   Checks    `json:"checks"`
-	Verdicts []Goal    `json:"goals"`
-	Elapsed  Seconds   `json:"elapsed_s"`
+	Machine  Machine           `json:"machine"`
+	Settings Settings          `json:"settings"`
+	Setup    Setup             `json:"setup"`
+	DP1      []DP1Row          `json:"dp1"`
+	DP3      []DP3Cell         `json:"dp3"`
+	Checks   Checks            `json:"checks"`
+	Verdicts []Goal            `json:"goals"`
+	Elapsed  benchutil.Seconds `json:"elapsed_s"`
 }
 
 // Settings are the options in force.
@@ -359,15 +355,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := daemonEnv(); err != nil {
 		return nil, err
 	}
-	h := &harness{o: o, ctx: ctx, private: opts.Prefix == ""}
-	defer func() {
-		if cerr := h.close(err != nil); err == nil && cerr != nil {
-			err = cerr
-		}
-		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-		}
-	}()
+	h := &harness{o: o, ctx: ctx, private: opts.Prefix == "", procs: &benchutil.Procs{
+		Ctx: ctx, Child: o.Child, Name: "bench-gpu", PeerTimeout: peerTimeout, MaxFrame: maxFrame,
+	}}
+	defer func() { err = benchutil.Finish(ctx, err, h.close) }()
 	res = &Result{Settings: Settings{
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		CellIters: map[string]int{}, CellWarm: map[string]int{},
@@ -388,28 +379,12 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	for _, size := range o.Sizes {
 		if err := h.size(size); err != nil {
-			return nil, fmt.Errorf("%s: %w", bench.FormatSize(size), err)
+			return nil, fmt.Errorf("%s: %w", benchutil.FormatSize(size), err)
 		}
 	}
-	res.Elapsed = Seconds(time.Since(start))
+	res.Elapsed = benchutil.Seconds(time.Since(start))
 	res.Verdicts = res.Goals()
 	return res, nil
-}
-
-// Seconds is a duration written in JSON as seconds.
-type Seconds time.Duration
-
-func (s Seconds) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', 3, 64)), nil
-}
-
-func (s *Seconds) UnmarshalJSON(b []byte) error {
-	v, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return err
-	}
-	*s = Seconds(v * 1e9)
-	return nil
 }
 
 func needsGPU(err error) error { return fmt.Errorf("needs a GPU: %w", err) }

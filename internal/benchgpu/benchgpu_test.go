@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -35,52 +35,8 @@ func init() {
 	}
 }
 
-// childCmd starts the test binary itself as a subscriber process.
-func childCmd(t testing.TB) func() *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() *exec.Cmd {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), testutil.ChildEnv+"="+ChildCommand)
-		return cmd
-	}
-}
-
-func noSegments(t *testing.T, prefix string) {
-	t.Helper()
-	if prefix == "" {
-		t.Fatal("no prefix")
-	}
-	ents, _ := os.ReadDir("/dev/shm")
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), prefix+"_") {
-			t.Errorf("segment left behind: /dev/shm/%s", e.Name())
-		}
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the progress writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func tinyOptions(t *testing.T) Options {
-	return Options{Sizes: []int{1 << 20}, Subs: []int{1, 2}, Iters: 3, Warmup: 1, Domain: 91, Child: childCmd(t)}
+	return Options{Sizes: []int{1 << 20}, Subs: []int{1, 2}, Iters: 3, Warmup: 1, Domain: 91, Child: benchtest.ChildCmd(t, ChildCommand)}
 }
 
 // checkResult checks the structure of a run's result: every cell there,
@@ -183,7 +139,7 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 
 	var md bytes.Buffer
 	res.WriteMarkdown(&md)
-	tables := markdownTables(md.String())
+	tables := benchtest.MarkdownTables(t, md.String())
 	wantTables := 3 + len(paths)
 	if len(tables) != wantTables {
 		t.Errorf("%d tables, want %d:\n%s", len(tables), wantTables, md.String())
@@ -216,13 +172,13 @@ func TestRunFakeDevice(t *testing.T) {
 	o := tinyOptions(t)
 	o.Sizes = []int{MinSize, 1 << 20}
 	o.fake = true
-	progress := &syncBuffer{}
+	progress := &benchtest.SyncBuffer{}
 	o.Progress = progress
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
-	noSegments(t, res.Settings.Prefix)
+	benchtest.NoSegments(t, res.Settings.Prefix)
 	if !res.Settings.Fake || len(res.Settings.Topics) != 2 {
 		t.Errorf("settings %+v", res.Settings)
 	}
@@ -249,7 +205,7 @@ func TestRunCancelCleansUp(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("run returned %v, %v; want context.Canceled", res, err)
 	}
-	noSegments(t, fmt.Sprintf("%.20s-g%d", testutil.Prefix(), os.Getpid())) // the prefix Run made up
+	benchtest.NoSegments(t, fmt.Sprintf("%.20s-g%d", testutil.Prefix(), os.Getpid())) // the prefix Run made up
 }
 
 // cancelOn cancels when a progress line contains s.
@@ -312,13 +268,13 @@ func requireGPU(t *testing.T) {
 func TestRunGPU(t *testing.T) {
 	requireGPU(t)
 	o := tinyOptions(t)
-	progress := &syncBuffer{}
+	progress := &benchtest.SyncBuffer{}
 	o.Progress = progress
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
-	noSegments(t, res.Settings.Prefix)
+	benchtest.NoSegments(t, res.Settings.Prefix)
 	if res.Machine.GPU == "" || res.Machine.PCIBusID == "" || res.Machine.GPUMemory == 0 {
 		t.Errorf("machine %+v", res.Machine)
 	}
@@ -355,7 +311,7 @@ func TestNoGPU(t *testing.T) {
 // Command writes the report on stdout and, as asked, the same report to
 // -out DIR and the raw results to -json FILE.
 func TestCommandWritesOutputs(t *testing.T) {
-	testCommandOptions = func(o *Options) { o.fake, o.Child = true, childCmd(t) }
+	testCommandOptions = func(o *Options) { o.fake, o.Child = true, benchtest.ChildCmd(t, ChildCommand) }
 	defer func() { testCommandOptions = nil }()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer

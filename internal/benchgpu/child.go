@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 )
 
 // child is the state of a subscriber process.
 type child struct {
-	ctl, data fdio
+	ctl, data benchutil.FD
 	ppid      int
 	rc        *rgaps.Context
 	node      *rgaps.Node
@@ -28,43 +27,23 @@ type child struct {
 // baseline's data socket on fd 4, answers the parent's requests, and
 // returns when the parent closes the control socket.
 func ChildMain() error {
-	// The parent stops us (it runs us in our own process group, so a
-	// terminal's ^C reaches only the parent, which then cleans up).
-	signal.Ignore(os.Interrupt, syscall.SIGTERM)
-	for _, fd := range []int{childControlFD, childDataFD} {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
-			return fmt.Errorf("fd %d is not a socket: this command is run by `rgaps bench gpu` only", fd)
-		}
-		if err := syscall.SetNonblock(fd, false); err != nil {
-			return err
-		}
+	ctl, data, err := benchutil.ChildSetup("rgaps bench gpu")
+	if err != nil {
+		return err
 	}
-	c := &child{ctl: fdio(childControlFD), data: fdio(childDataFD), ppid: os.Getppid()}
+	c := &child{ctl: ctl, data: data, ppid: os.Getppid()}
 	defer c.close()
-	for {
-		var req request
-		if err := readFrame(c.ctl, &req); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // the parent is done with us
-			}
-			return fmt.Errorf("reading request: %w", err)
-		}
-		var err error
+	return benchutil.Serve(c.ctl, maxFrame, func(req request) (bool, error) {
 		switch req.Op {
 		case "init":
-			err = c.init(req)
+			return false, c.init(req)
 		case "dp1":
-			err = c.dp1(req)
+			return false, c.dp1(req)
 		case "dp3":
-			err = c.dp3(req)
-		default:
-			err = writeFrame(c.ctl, reply{Err: fmt.Sprintf("unknown request %q", req.Op)})
+			return false, c.dp3(req)
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return false, benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown request %q", req.Op)})
+	})
 }
 
 func (c *child) close() {
@@ -76,7 +55,7 @@ func (c *child) close() {
 
 // answer sends a failed request's error; only a broken control socket is
 // fatal.
-func (c *child) answer(err error) error { return writeFrame(c.ctl, reply{Err: err.Error()}) }
+func (c *child) answer(err error) error { return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()}) }
 
 // init joins the domain and opens the CUDA context, loading the built-in
 // kernels (JIT) with one checksum: the costs a subscriber pays once, before
@@ -119,39 +98,24 @@ func (c *child) init(req request) error {
 	if err != nil {
 		return c.answer(err)
 	}
-	return writeFrame(c.ctl, reply{Pid: os.Getpid(), InitNs: int64(time.Since(t))})
+	return benchutil.WriteFrame(c.ctl, reply{Pid: os.Getpid(), InitNs: int64(time.Since(t))})
 }
 
 // waitSample blocks in Subscription.Wait until a sample is queued, notes
 // the time it returned, and takes the sample.
 func (c *child) waitSample(sub *rgaps.Subscription) (*rgaps.Sample, int64, error) {
-	for {
-		err := sub.Wait(time.Second)
-		if errors.Is(err, rgaps.ErrTimeout) {
-			if os.Getppid() != c.ppid {
-				return nil, 0, errors.New("the benchmark process exited")
-			}
-			continue
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		wake := time.Now().UnixNano()
-		smp, err := sub.Take()
-		if errors.Is(err, rgaps.ErrNoData) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		return smp, wake, nil
+	var wake int64
+	smp, err := benchutil.TakeNext(sub, c.ppid, func() { wake = time.Now().UnixNano() })
+	if err != nil {
+		return nil, 0, err
 	}
+	return smp, wake, nil
 }
 
 // failCell reports an error that ends a cell early, as the acknowledgement
 // the parent waits for.
 func (c *child) failCell(i int, err error) error {
-	return writeFrame(c.ctl, ack{Err: fmt.Sprintf("message %d: %v", i, err)})
+	return benchutil.WriteFrame(c.ctl, ack{Err: fmt.Sprintf("message %d: %v", i, err)})
 }
 
 // dp1: per message, the Pinned-SHM sample (a host subscription: wake, take,
@@ -172,7 +136,7 @@ func (c *child) dp1(req request) error {
 	defer sub.Close()
 	buf := make([]byte, req.Size)
 	touch(buf)
-	if err := writeFrame(c.ctl, reply{}); err != nil { // ready
+	if err := benchutil.WriteFrame(c.ctl, reply{}); err != nil { // ready
 		return err
 	}
 	for i := range req.Count {
@@ -190,7 +154,7 @@ func (c *child) dp1(req request) error {
 		if err := smp.Return(); err != nil {
 			return c.failCell(i, err)
 		}
-		if err := writeFrame(c.ctl, ack{Bad: bad}); err != nil {
+		if err := benchutil.WriteFrame(c.ctl, ack{Bad: bad}); err != nil {
 			return err
 		}
 		if _, err := io.ReadFull(c.data, buf); err != nil {
@@ -199,14 +163,14 @@ func (c *child) dp1(req request) error {
 		if _, err := c.data.Write([]byte{'A'}); err != nil {
 			return c.failCell(i, fmt.Errorf("UDS: %w", err))
 		}
-		if err := writeFrame(c.ctl, ack{Bad: checkPattern(buf, seed)}); err != nil {
+		if err := benchutil.WriteFrame(c.ctl, ack{Bad: checkPattern(buf, seed)}); err != nil {
 			return err
 		}
 	}
 	if err := sub.Close(); err != nil {
 		return c.answer(err)
 	}
-	return writeFrame(c.ctl, reply{})
+	return benchutil.WriteFrame(c.ctl, reply{})
 }
 
 // dp3: per message, wake, take, get a device pointer to the complete data
@@ -249,7 +213,7 @@ func (c *child) dp3(req request) error {
 			}
 		}()
 	}
-	if err := writeFrame(c.ctl, reply{}); err != nil { // ready
+	if err := benchutil.WriteFrame(c.ctl, reply{}); err != nil { // ready
 		return err
 	}
 	for i := range req.Count {
@@ -290,7 +254,7 @@ func (c *child) dp3(req request) error {
 		if err := smp.Return(); err != nil {
 			return c.failCell(i, err)
 		}
-		if err := writeFrame(c.ctl, a); err != nil {
+		if err := benchutil.WriteFrame(c.ctl, a); err != nil {
 			return err
 		}
 	}
@@ -304,5 +268,5 @@ func (c *child) dp3(req request) error {
 			return c.answer(fmt.Errorf("freeing the private buffer: %w", err))
 		}
 	}
-	return writeFrame(c.ctl, reply{})
+	return benchutil.WriteFrame(c.ctl, reply{})
 }

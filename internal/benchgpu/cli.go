@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rmw-rgaps/rmw_rgaps/internal/bench"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -64,13 +64,13 @@ flags:`)
 	}
 	o := Options{Iters: *iters, Warmup: *warmup, Device: *device}
 	var err error
-	if o.Sizes, err = bench.ParseSizes(*sizes); err != nil {
+	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)
 	}
-	if o.Subs, err = bench.ParseInts(*subs); err != nil {
+	if o.Subs, err = benchutil.ParseInts(*subs); err != nil {
 		return c, fmt.Errorf("%w: -subs: %v", zerocopy.ErrInvalid, err)
 	}
-	if o.DataPaths, err = bench.ParseInts(*dps); err != nil {
+	if o.DataPaths, err = benchutil.ParseInts(*dps); err != nil {
 		return c, fmt.Errorf("%w: -dp: %v", zerocopy.ErrInvalid, err)
 	}
 	if *iters <= 0 || *warmup < 0 {

@@ -1,23 +1,18 @@
 package benchgpu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/bench"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
@@ -29,6 +24,7 @@ type harness struct {
 	ctx     context.Context
 	res     *Result
 	private bool // o.Prefix was made up for this run: remove all of it
+	procs   *benchutil.Procs
 
 	rc   *rgaps.Context
 	node *rgaps.Node
@@ -42,23 +38,6 @@ type harness struct {
 	topic1    string
 	topicSh   string
 	topicIce  string
-
-	mu       sync.Mutex // guards kids and killed against the cancel hook
-	kids     []*kid
-	killed   bool
-	stopHook func() bool
-}
-
-// kid is one subscriber process.
-type kid struct {
-	i      int
-	cmd    *exec.Cmd
-	pid    int
-	ctl    fdio // parent ends of the socket pairs
-	data   fdio
-	stderr *tailBuffer
-	exited chan struct{}
-	err    error // Wait's, once exited is closed
 }
 
 func (h *harness) progress(format string, args ...any) {
@@ -96,7 +75,7 @@ func (h *harness) open() error {
 		}
 		h.cdev, h.dev = cdev, cdev
 	}
-	h.stopHook = context.AfterFunc(h.ctx, h.killAll)
+	h.procs.Watch()
 	base := fmt.Sprintf("/rgaps_bench_gpu/p%d", os.Getpid())
 	q := rgaps.DefaultQoS()
 	if h.o.runs(1) {
@@ -172,170 +151,37 @@ func (h *harness) spawnAll() error {
 		n = max(n, slices.Max(h.o.Subs))
 	}
 	h.progress("starting %d subscriber processes (CUDA start-up in each)", n)
-	for i := range n {
-		if err := h.ctx.Err(); err != nil {
-			return err
-		}
-		if err := h.spawn(i); err != nil {
-			return err
-		}
+	if err := h.procs.SpawnN(n); err != nil {
+		return err
 	}
-	for _, k := range h.kids {
+	kids := h.procs.Kids()
+	for _, k := range kids {
 		req := request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.o.PoolSize,
-			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.i, Fake: h.o.fake}
-		if err := writeFrame(k.ctl, req); err != nil {
-			return h.kidErr(k, err)
+			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake}
+		if err := h.procs.Send(k, req); err != nil {
+			return err
 		}
 	}
-	for _, k := range h.kids {
-		var rep reply
-		if err := readFrame(k.ctl, &rep); err != nil {
-			return h.kidErr(k, err)
-		}
-		if rep.Err != "" {
-			return fmt.Errorf("subscriber %d: %s", k.i, rep.Err)
-		}
+	err := benchutil.Collect(h.procs, kids, func(_ int, _ *benchutil.Kid, rep *reply) error {
 		h.res.Setup.ChildInitMax = max(h.res.Setup.ChildInitMax, rep.InitNs)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	h.res.Setup.Children = n
 	return nil
 }
 
-func (h *harness) spawn(i int) error {
-	var ctl, data [2]int
-	var err error
-	if ctl, err = syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
-		return fmt.Errorf("socketpair: %w", err)
-	}
-	if data, err = syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0); err != nil {
-		syscall.Close(ctl[0])
-		syscall.Close(ctl[1])
-		return fmt.Errorf("socketpair: %w", err)
-	}
-	ctlChild, dataChild := os.NewFile(uintptr(ctl[1]), "bench-gpu-control"), os.NewFile(uintptr(data[1]), "bench-gpu-data")
-	defer ctlChild.Close()
-	defer dataChild.Close()
-	fail := func(err error) error {
-		syscall.Close(ctl[0])
-		syscall.Close(data[0])
-		return err
-	}
-	for _, fd := range []int{ctl[0], data[0]} {
-		if err := setTimeouts(fd, peerTimeout); err != nil {
-			return fail(fmt.Errorf("socket timeouts: %w", err))
-		}
-	}
-	cmd := h.o.Child()
-	cmd.ExtraFiles = []*os.File{ctlChild, dataChild} // fds 3 and 4
-	cmd.Stdin, cmd.Stdout = nil, nil
-	k := &kid{i: i, cmd: cmd, ctl: fdio(ctl[0]), data: fdio(data[0]), stderr: &tailBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = k.stderr
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	// Own process group: a terminal's ^C goes to the parent alone, which
-	// cleans up. Pdeathsig: a parent killed outright takes its children.
-	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.killed {
-		return fail(h.ctx.Err())
-	}
-	if err := cmd.Start(); err != nil {
-		return fail(fmt.Errorf("starting subscriber %d: %w", i, err))
-	}
-	k.pid = cmd.Process.Pid
-	go func() {
-		k.err = cmd.Wait()
-		close(k.exited)
-	}()
-	h.kids = append(h.kids, k)
-	return nil
-}
-
-// killAll kills every child (cancellation, or an error).
-func (h *harness) killAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.killed = true
-	for _, k := range h.kids {
-		k.cmd.Process.Kill()
-	}
-}
-
-// kidErr turns a failed exchange with a child into an error naming it and
-// what it said on stderr.
-func (h *harness) kidErr(k *kid, err error) error {
-	if h.ctx.Err() != nil {
-		return h.ctx.Err()
-	}
-	select {
-	case <-k.exited:
-	case <-time.After(200 * time.Millisecond):
-	}
-	msg := fmt.Sprintf("subscriber %d (pid %d): %v", k.i, k.pid, err)
-	select {
-	case <-k.exited:
-		msg += fmt.Sprintf("; it exited (%v)", k.err)
-	default:
-	}
-	if s := strings.TrimSpace(k.stderr.String()); s != "" {
-		msg += "; its stderr: " + s
-	}
-	return errors.New(msg)
-}
-
-// close ends the children (politely after a success: closing the control
-// socket makes them leave the domain and exit; after a failure: killed),
-// closes the domain, removes every segment of a private prefix and stops
-// the private prefix's GPU daemon.
+// close ends the children (politely after a success, killed after a
+// failure), closes the domain, removes every segment of a private prefix
+// and stops the private prefix's GPU daemon.
 func (h *harness) close(failed bool) error {
-	if h.stopHook != nil {
-		h.stopHook()
+	err := h.procs.Teardown(failed, 15*time.Second, h.rc, h.o.Prefix, h.private)
+	if h.private && h.o.runs(3) && !h.o.fake {
+		stopDaemon(h.o.Prefix, h.o.Domain)
 	}
-	if failed {
-		h.killAll()
-	}
-	var errs []error
-	for _, k := range h.kids {
-		syscall.Close(int(k.ctl))
-		syscall.Close(int(k.data))
-	}
-	for _, k := range h.kids {
-		select {
-		case <-k.exited:
-		case <-time.After(15 * time.Second):
-			k.cmd.Process.Kill()
-			<-k.exited
-			errs = append(errs, fmt.Errorf("subscriber %d did not exit; killed", k.i))
-		}
-		if !failed && k.err != nil {
-			errs = append(errs, h.kidErr(k, fmt.Errorf("exit: %w", k.err)))
-		}
-	}
-	if h.rc != nil {
-		if failed {
-			h.rc.Engine().Reclaim() // slots of killed children, so the topics can go
-		}
-		if err := h.rc.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if h.private {
-		ents, _ := os.ReadDir("/dev/shm")
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), h.o.Prefix+"_") {
-				if err := os.Remove(filepath.Join("/dev/shm", e.Name())); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		if h.o.runs(3) && !h.o.fake {
-			stopDaemon(h.o.Prefix, h.o.Domain)
-		}
-	}
-	return errors.Join(errs...)
+	return err
 }
 
 // stopDaemon stops the GPU daemon of this run's private prefix (the engine
@@ -367,17 +213,7 @@ func stopDaemon(prefix string, domain uint32) {
 
 // waitMatched waits until pub has n matched subscriptions.
 func (h *harness) waitMatched(pub *rgaps.Publisher, n int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for pub.Matched() != n {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("publisher matched %d subscriptions, want %d", pub.Matched(), n)
-		}
-		if err := h.ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	return nil
+	return benchutil.WaitMatched(h.ctx, pub, n, 30*time.Second)
 }
 
 // checkPaths verifies that the n subscriptions of topic use the data path
@@ -404,37 +240,26 @@ func (h *harness) checkPaths(topic string, n int, want string) (string, error) {
 }
 
 // startCell sends req to kids and waits for each to be ready.
-func (h *harness) startCell(kids []*kid, req request) error {
-	for _, k := range kids {
-		if err := writeFrame(k.ctl, req); err != nil {
-			return h.kidErr(k, err)
-		}
+func (h *harness) startCell(kids []*benchutil.Kid, req request) error {
+	if err := h.procs.SendAll(kids, req); err != nil {
+		return err
 	}
 	return h.replies(kids)
 }
 
 // replies reads one reply from each kid.
-func (h *harness) replies(kids []*kid) error {
-	for _, k := range kids {
-		var rep reply
-		if err := readFrame(k.ctl, &rep); err != nil {
-			return h.kidErr(k, err)
-		}
-		if rep.Err != "" {
-			return fmt.Errorf("subscriber %d: %s", k.i, rep.Err)
-		}
-	}
-	return nil
+func (h *harness) replies(kids []*benchutil.Kid) error {
+	return benchutil.Collect[reply](h.procs, kids, nil)
 }
 
 // readAck reads a kid's acknowledgement of message i.
-func (h *harness) readAck(k *kid, i int) (ack, error) {
+func (h *harness) readAck(k *benchutil.Kid, i int) (ack, error) {
 	var a ack
-	if err := readFrame(k.ctl, &a); err != nil {
-		return a, h.kidErr(k, err)
+	if err := benchutil.ReadFrame(k.Ctl, &a, maxFrame); err != nil {
+		return a, h.procs.KidErr(k, err)
 	}
 	if a.Err != "" {
-		return a, fmt.Errorf("subscriber %d, message %d: %s", k.i, i, a.Err)
+		return a, fmt.Errorf("subscriber %d, message %d: %s", k.I, i, a.Err)
 	}
 	return a, nil
 }
@@ -448,7 +273,7 @@ func (h *harness) size(size int) (err error) {
 	}
 	defer func() { err = errors.Join(err, h.dev.Free(src)) }()
 	if h.o.runs(1) {
-		h.progress("data path 1, %s: %d timed + %d warm-up messages (Pinned-SHM, bare pinned copy, Pageable-UDS)", bench.FormatSize(size), iters, warmup)
+		h.progress("data path 1, %s: %d timed + %d warm-up messages (Pinned-SHM, bare pinned copy, Pageable-UDS)", benchutil.FormatSize(size), iters, warmup)
 		row, err := h.dp1(size, src, iters, warmup)
 		if err != nil {
 			return fmt.Errorf("data path 1: %w", err)
@@ -488,7 +313,7 @@ func (h *harness) size(size int) (err error) {
 			if path == PathShared && h.o.fake {
 				continue
 			}
-			h.progress("data path 3, %s N=%d %s: %d timed + %d warm-up messages", bench.FormatSize(size), n, path, iters, warmup)
+			h.progress("data path 3, %s N=%d %s: %d timed + %d warm-up messages", benchutil.FormatSize(size), n, path, iters, warmup)
 			c, err := h.dp3(path, size, n, iters, warmup, pats, sums)
 			if err != nil {
 				return fmt.Errorf("data path 3 %s N=%d: %w", path, n, err)
@@ -504,7 +329,7 @@ func (h *harness) size(size int) (err error) {
 func (h *harness) dp1(size int, src cuda.DevicePtr, iters, warmup int) (row DP1Row, err error) {
 	row = DP1Row{Size: size, Iters: iters, Warmup: warmup}
 	count := iters + warmup
-	k := h.kids[0]
+	k := h.procs.Kids()[0]
 	dev := h.dev
 
 	bare, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
@@ -522,7 +347,7 @@ func (h *harness) dp1(size int, src cuda.DevicePtr, iters, warmup int) (row DP1R
 	touch(page)
 
 	seed0 := uint32(size>>12)*7919 + 17
-	if err := h.startCell([]*kid{k}, request{Op: "dp1", Topic: h.topic1, Size: size, Count: count, Seed: seed0}); err != nil {
+	if err := h.startCell([]*benchutil.Kid{k}, request{Op: "dp1", Topic: h.topic1, Size: size, Count: count, Seed: seed0}); err != nil {
 		return row, err
 	}
 	if err := h.waitMatched(h.pub1, 1); err != nil {
@@ -600,11 +425,11 @@ func (h *harness) dp1(size int, src cuda.DevicePtr, iters, warmup int) (row DP1R
 			return row, err
 		}
 		t2 := time.Now()
-		if _, err := k.data.Write(page); err != nil {
-			return row, h.kidErr(k, fmt.Errorf("UDS message %d: %w", i, err))
+		if _, err := k.Data.Write(page); err != nil {
+			return row, h.procs.KidErr(k, fmt.Errorf("UDS message %d: %w", i, err))
 		}
-		if _, err := k.data.Read(one[:]); err != nil {
-			return row, h.kidErr(k, fmt.Errorf("UDS message %d, acknowledgement: %w", i, err))
+		if _, err := k.Data.Read(one[:]); err != nil {
+			return row, h.procs.KidErr(k, fmt.Errorf("UDS message %d, acknowledgement: %w", i, err))
 		}
 		t3 := time.Now()
 		if j >= 0 {
@@ -618,7 +443,7 @@ func (h *harness) dp1(size int, src cuda.DevicePtr, iters, warmup int) (row DP1R
 			return row, fmt.Errorf("Pageable-UDS message %d: the receiver read wrong bytes: %s", i, a.Bad)
 		}
 	}
-	if err := h.replies([]*kid{k}); err != nil {
+	if err := h.replies([]*benchutil.Kid{k}); err != nil {
 		return row, err
 	}
 	h.res.Checks.DP1Messages += count
@@ -633,7 +458,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 	if path == PathShared {
 		pub, topic = h.pubShared, h.topicSh
 	}
-	kids := h.kids[:n]
+	kids := h.procs.Kids()[:n]
 	count := iters + warmup
 	if err := h.startCell(kids, request{Op: "dp3", Path: path, Topic: topic, Size: size, Count: count}); err != nil {
 		return c, err
@@ -688,7 +513,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 				return c, err
 			}
 			if a.Sum != want {
-				return c, fmt.Errorf("subscriber %d, message %d: checksum kernel on its device pointer gave %#x, cuda.ChecksumHost of the published bytes is %#x", k.i, i, a.Sum, want)
+				return c, fmt.Errorf("subscriber %d, message %d: checksum kernel on its device pointer gave %#x, cuda.ChecksumHost of the published bytes is %#x", k.I, i, a.Sum, want)
 			}
 			if j >= 0 {
 				c.Wake[s][j], c.Ptr[s][j], c.Done[s][j] = a.Wake-t0, a.Ptr-t0, a.Done-t0
@@ -707,26 +532,4 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 	}
 	c.summarize()
 	return c, nil
-}
-
-// tailBuffer keeps the last 8 KiB written to it (a child's stderr).
-type tailBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if t.b.Len() > 8<<10 {
-		t.b.Next(t.b.Len() - 8<<10)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
 }

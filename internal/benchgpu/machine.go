@@ -1,7 +1,6 @@
 package benchgpu
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 )
 
@@ -39,8 +39,8 @@ type Machine struct {
 func machineInfo(dev *cuda.Device) Machine {
 	m := Machine{
 		GPU: "fake device (tests)", NvidiaDriver: "unknown", CUDADriver: "unknown",
-		CPU: "unknown", Cores: runtime.NumCPU(), Kernel: "unknown", OS: "unknown",
-		Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, Date: time.Now().Format(time.RFC3339),
+		CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: "unknown",
+		Go: benchutil.GoVersion(), Date: time.Now().Format(time.RFC3339),
 	}
 	if dev != nil {
 		m.GPUOrdinal = dev.Ordinal()
@@ -53,20 +53,6 @@ func machineInfo(dev *cuda.Device) Machine {
 			m.GPU = "unknown (" + err.Error() + ")"
 		}
 		m.NvidiaDriver = nvidiaDriver()
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

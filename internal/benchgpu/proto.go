@@ -1,26 +1,15 @@
 package benchgpu
 
-import (
-	"encoding/binary"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"syscall"
-	"time"
-)
+import "time"
 
 // The parent and each subscriber process talk over a SOCK_STREAM socket
 // pair (the control socket, fd 3 in the child). Requests, replies and the
 // per-message acknowledgements are frames: a little-endian u32 length and
-// that many bytes of JSON. Acknowledgements are never inside a timed
-// interval. The Pageable-UDS baseline's payload goes over a second socket
-// pair (fd 4 in the child) that carries nothing else but the receiver's
-// one-byte "got it all".
+// that many bytes of JSON (benchutil's framing). Acknowledgements are never
+// inside a timed interval. The Pageable-UDS baseline's payload goes over a
+// second socket pair (fd 4 in the child) that carries nothing else but the
+// receiver's one-byte "got it all".
 const (
-	childControlFD = 3
-	childDataFD    = 4
-
 	maxFrame = 1 << 20
 
 	// peerTimeout bounds every blocking read or write on a socket to a
@@ -58,6 +47,8 @@ type reply struct {
 	InitNs int64 `json:"init_ns,omitempty"` // CUDA context + built-in kernels
 }
 
+func (r reply) Failure() string { return r.Err }
+
 // ack is a child's word on one message.
 type ack struct {
 	Err string `json:"err,omitempty"` // the cell failed; the child stops it
@@ -69,80 +60,4 @@ type ack struct {
 	Ptr       int64  `json:"ptr,omitempty"`        // holds a device pointer to complete data
 	Done      int64  `json:"done,omitempty"`       // its checksum kernel finished
 	Sum       uint64 `json:"sum,omitempty"`        // what the kernel computed
-}
-
-// fdio reads and writes a blocking file descriptor with plain system calls
-// (no Go poller in the way: the UDS receiver blocks in read(2) as a C
-// program would).
-type fdio int
-
-func (f fdio) Read(p []byte) (int, error) {
-	for {
-		n, err := syscall.Read(int(f), p)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return 0, errors.New("peer did not answer in time")
-		case err != nil:
-			return 0, err
-		case n == 0 && len(p) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
-func (f fdio) Write(p []byte) (int, error) {
-	done := 0
-	for done < len(p) {
-		n, err := syscall.Write(int(f), p[done:])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return done, errors.New("peer did not read in time")
-		case err != nil:
-			return done, err
-		}
-		done += n
-	}
-	return done, nil
-}
-
-func writeFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 4+len(b))
-	binary.LittleEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
-	return err
-}
-
-func readFrame(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.LittleEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return fmt.Errorf("frame of %d bytes", n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-// setTimeouts bounds blocking reads and writes on a socket.
-func setTimeouts(fd int, d time.Duration) error {
-	tv := syscall.NsecToTimeval(d.Nanoseconds())
-	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
-		return err
-	}
-	return syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 }

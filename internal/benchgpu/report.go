@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rmw-rgaps/rmw_rgaps/internal/bench"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
 // Goals this project sets itself for the GPU data paths.
@@ -61,38 +61,11 @@ func thesisIceoryx(size, n int) (int, bool) {
 	return t[0] + t[1], ok
 }
 
-// us writes ns as µs with a precision that suits the magnitude.
-func us(ns int64) string {
-	v := float64(ns) / 1e3
-	switch a := max(ns, -ns); {
-	case a < 10_000:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	case a < 100_000:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	if ns < 0 {
-		return "-" + thousands(int64(-v+0.5))
-	}
-	return thousands(int64(v + 0.5))
-}
-
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // p50p99 writes "p50 / p99".
-func p50p99(s Summary) string { return us(s.P50) + " / " + us(s.P99) }
+func p50p99(s Summary) string { return benchutil.US(s.P50) + " / " + benchutil.US(s.P99) }
 
 // avgp99 writes "avg / p99".
-func avgp99(s Summary) string { return us(s.Avg) + " / " + us(s.P99) }
+func avgp99(s Summary) string { return benchutil.US(s.Avg) + " / " + benchutil.US(s.P99) }
 
 // gbps is size bytes in ns as GB/s (10^9 bytes per second).
 func gbps(size int, ns int64) string {
@@ -104,13 +77,6 @@ func gbps(size int, ns int64) string {
 
 func pct(r float64) string { return strconv.FormatFloat(100*r, 'f', 1, 64) + "%" }
 
-func times(r float64) string {
-	if r >= 100 {
-		return thousands(int64(r+0.5)) + "×"
-	}
-	return strconv.FormatFloat(r, 'f', 1, 64) + "×"
-}
-
 func quotient(a, b int64) float64 {
 	if b <= 0 {
 		return 0
@@ -118,40 +84,15 @@ func quotient(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-func metWord(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "NOT met"
-}
-
-// table writes a Markdown table.
-type table struct {
-	head  []string
-	align string // 'l' or 'r' per column
-	rows  [][]string
-}
-
-func (t *table) write(w io.Writer) {
-	line := func(cells []string) { fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | ")) }
-	line(t.head)
-	sep := make([]string, len(t.head))
-	for i := range sep {
-		sep[i] = "---"
-		if i < len(t.align) && t.align[i] == 'r' {
-			sep[i] = "---:"
-		}
-	}
-	line(sep)
-	for _, r := range t.rows {
-		line(r)
-	}
+// writeTable writes t and a blank line.
+func writeTable(w io.Writer, t *benchutil.Table) {
+	t.Write(w)
 	fmt.Fprintln(w)
 }
 
 func intOr(m map[int]int, k int) string {
 	if v, ok := m[k]; ok {
-		return thousands(int64(v))
+		return benchutil.Thousands(int64(v))
 	}
 	return "—"
 }
@@ -193,11 +134,11 @@ func (r *Result) writeHeader(w io.Writer) {
 	var per []string
 	for _, size := range s.Sizes {
 		k := strconv.Itoa(size)
-		per = append(per, fmt.Sprintf("%s %d+%d", bench.FormatSize(size), s.CellIters[k], s.CellWarm[k]))
+		per = append(per, fmt.Sprintf("%s %d+%d", benchutil.FormatSize(size), s.CellIters[k], s.CellWarm[k]))
 	}
 	sizes := make([]string, len(s.Sizes))
 	for i, v := range s.Sizes {
-		sizes[i] = bench.FormatSize(v)
+		sizes[i] = benchutil.FormatSize(v)
 	}
 	subs := make([]string, len(s.Subs))
 	for i, v := range s.Subs {
@@ -231,51 +172,51 @@ func (r *Result) DP1Tables(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "### Pinned-SHM (rgaps): Loan on a host topic, D2H copy into the loan (pool registered with CUDA), Publish to a host subscriber process")
 	fmt.Fprintln(w)
-	t := table{
-		head:  []string{"size", "msgs", "T1 Loan (TLSF)", "T2 D2H into pool", "T2 GB/s", "T3 Publish (enqueue + notify)", "T1+T2+T3", "thesis T1 / T2 / T3 (Table 4.2)"},
-		align: "lrrrrrrr",
+	t := benchutil.Table{
+		Head:  []string{"size", "msgs", "T1 Loan (TLSF)", "T2 D2H into pool", "T2 GB/s", "T3 Publish (enqueue + notify)", "T1+T2+T3", "thesis T1 / T2 / T3 (Table 4.2)"},
+		Align: "lrrrrrrr",
 	}
 	for _, row := range r.DP1 {
 		st := row.Stats
 		th := "—"
 		if v, ok := thesisT42[row.Size]; ok {
-			th = fmt.Sprintf("%d / %s / %d", v[0], thousands(int64(v[1])), v[2])
+			th = fmt.Sprintf("%d / %s / %d", v[0], benchutil.Thousands(int64(v[1])), v[2])
 		}
-		t.rows = append(t.rows, []string{bench.FormatSize(row.Size), msgs(row.Iters, row.Warmup),
+		t.Rows = append(t.Rows, []string{benchutil.FormatSize(row.Size), msgs(row.Iters, row.Warmup),
 			p50p99(st.Loan), p50p99(st.Copy), gbps(row.Size, st.Copy.P50), p50p99(st.Publish), p50p99(st.Total), th})
 	}
-	t.write(w)
+	writeTable(w, &t)
 
 	fmt.Fprintln(w, "### The same copy, bare, in the same run: D2H into mmap'd memory registered with cuMemHostRegister")
 	fmt.Fprintln(w)
-	t = table{
-		head:  []string{"size", "bare pinned D2H", "bare GB/s", "T2 vs bare (goal ≥ 95%)", "T1+T2+T3 vs bare"},
-		align: "lrrrr",
+	t = benchutil.Table{
+		Head:  []string{"size", "bare pinned D2H", "bare GB/s", "T2 vs bare (goal ≥ 95%)", "T1+T2+T3 vs bare"},
+		Align: "lrrrr",
 	}
 	for _, row := range r.DP1 {
 		st := row.Stats
 		c, tot := quotient(st.Bare.P50, st.Copy.P50), quotient(st.Bare.P50, st.Total.P50)
-		t.rows = append(t.rows, []string{bench.FormatSize(row.Size), p50p99(st.Bare), gbps(row.Size, st.Bare.P50),
-			pct(c) + " " + metWord(c >= GoalCopyVsBare), pct(tot)})
+		t.Rows = append(t.Rows, []string{benchutil.FormatSize(row.Size), p50p99(st.Bare), gbps(row.Size, st.Bare.P50),
+			pct(c) + " " + benchutil.MetWord(c >= GoalCopyVsBare), pct(tot)})
 	}
-	t.write(w)
+	writeTable(w, &t)
 
 	fmt.Fprintln(w, "### Pageable-UDS baseline: D2H into pageable memory, then a Unix-domain-socket send to another process")
 	fmt.Fprintln(w)
-	t = table{
-		head:  []string{"size", "T1 D2H pageable", "T1 GB/s", "T2 UDS until received", "T1+T2", "thesis T1 + T2 (Table 4.3)", "baseline / rgaps (T1+T2 / T1+T2+T3)"},
-		align: "lrrrrrr",
+	t = benchutil.Table{
+		Head:  []string{"size", "T1 D2H pageable", "T1 GB/s", "T2 UDS until received", "T1+T2", "thesis T1 + T2 (Table 4.3)", "baseline / rgaps (T1+T2 / T1+T2+T3)"},
+		Align: "lrrrrrr",
 	}
 	for _, row := range r.DP1 {
 		st := row.Stats
 		th := "—"
 		if v, ok := thesisT43[row.Size]; ok {
-			th = fmt.Sprintf("%s + %s", thousands(int64(v[0])), thousands(int64(v[1])))
+			th = fmt.Sprintf("%s + %s", benchutil.Thousands(int64(v[0])), benchutil.Thousands(int64(v[1])))
 		}
-		t.rows = append(t.rows, []string{bench.FormatSize(row.Size), p50p99(st.PageCopy), gbps(row.Size, st.PageCopy.P50),
-			p50p99(st.PageUDS), p50p99(st.PageTotal), th, times(quotient(st.PageTotal.P50, st.Total.P50))})
+		t.Rows = append(t.Rows, []string{benchutil.FormatSize(row.Size), p50p99(st.PageCopy), gbps(row.Size, st.PageCopy.P50),
+			p50p99(st.PageUDS), p50p99(st.PageTotal), th, benchutil.Times(quotient(st.PageTotal.P50, st.Total.P50))})
 	}
-	t.write(w)
+	writeTable(w, &t)
 }
 
 // DP3Tables writes data path 3's two tables.
@@ -286,10 +227,10 @@ func (r *Result) DP3Tables(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "### Pinned-Shared (rgaps): GPU topic; Publish makes one H2D copy into the shared GPU pool; subscribers take device pointers")
 	fmt.Fprintln(w)
-	t := table{
-		head: []string{"size", "N", "msgs", "T1 Loan p50", "T2 Publish incl. H2D (avg / p99)", "T2 GB/s (avg)", "T3 notify (avg / p99)",
+	t := benchutil.Table{
+		Head: []string{"size", "N", "msgs", "T1 Loan p50", "T2 Publish incl. H2D (avg / p99)", "T2 GB/s (avg)", "T3 notify (avg / p99)",
 			"delivery (avg / p99)", "delivery p50", "consumption (avg / p99)", "thesis T2 / T3 → total (Table 4.4)"},
-		align: "lrrrrrrrrrr",
+		Align: "lrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
 		for _, n := range r.Settings.Subs {
@@ -300,15 +241,15 @@ func (r *Result) DP3Tables(w io.Writer) {
 			st := c.Stats
 			th := "—"
 			if tot, ok := thesisShared(size, n); ok {
-				th = fmt.Sprintf("%s / %d → %s", thousands(int64(thesisT44[size][1])), thesisT44T3[n], thousands(int64(tot)))
+				th = fmt.Sprintf("%s / %d → %s", benchutil.Thousands(int64(thesisT44[size][1])), thesisT44T3[n], benchutil.Thousands(int64(tot)))
 			}
-			t.rows = append(t.rows, []string{bench.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
-				us(st.Loan.P50), avgp99(st.Publish), gbps(size, st.Publish.Avg), avgp99(st.Notify),
-				avgp99(st.Delivery), us(st.Delivery.P50), avgp99(st.Consumption), th})
+			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
+				benchutil.US(st.Loan.P50), avgp99(st.Publish), gbps(size, st.Publish.Avg), avgp99(st.Notify),
+				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Consumption), th})
 		}
 	}
-	if len(t.rows) > 0 {
-		t.write(w)
+	if len(t.Rows) > 0 {
+		writeTable(w, &t)
 	} else {
 		fmt.Fprintln(w, "(not run)")
 		fmt.Fprintln(w)
@@ -316,10 +257,10 @@ func (r *Result) DP3Tables(w io.Writer) {
 
 	fmt.Fprintln(w, "### Pageable-Iceoryx baseline: host topic (zero-copy host delivery, pool not registered); each subscriber copies H2D into its own device memory")
 	fmt.Fprintln(w)
-	t = table{
-		head: []string{"size", "N", "msgs", "T1 Publish + wake (avg / p99)", "T2 own H2D (avg / p99)", "T2 GB/s (avg)",
+	t = benchutil.Table{
+		Head: []string{"size", "N", "msgs", "T1 Publish + wake (avg / p99)", "T2 own H2D (avg / p99)", "T2 GB/s (avg)",
 			"delivery (avg / p99)", "delivery p50", "consumption (avg / p99)", "thesis T1 / T2 → total (Table 4.5)", "baseline / rgaps delivery (avg)"},
-		align: "lrrrrrrrrrr",
+		Align: "lrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
 		for _, n := range r.Settings.Subs {
@@ -331,19 +272,19 @@ func (r *Result) DP3Tables(w io.Writer) {
 			th := "—"
 			if tot, ok := thesisIceoryx(size, n); ok {
 				v := thesisT45[size][n]
-				th = fmt.Sprintf("%d / %s → %s", v[0], thousands(int64(v[1])), thousands(int64(tot)))
+				th = fmt.Sprintf("%d / %s → %s", v[0], benchutil.Thousands(int64(v[1])), benchutil.Thousands(int64(tot)))
 			}
 			vs := "—"
 			if o := r.findDP3(PathShared, size, n); o != nil {
-				vs = times(quotient(st.Delivery.Avg, o.Stats.Delivery.Avg))
+				vs = benchutil.Times(quotient(st.Delivery.Avg, o.Stats.Delivery.Avg))
 			}
-			t.rows = append(t.rows, []string{bench.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
+			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
 				avgp99(st.Wake), avgp99(st.SubCopy), gbps(size, st.SubCopy.Avg),
-				avgp99(st.Delivery), us(st.Delivery.P50), avgp99(st.Consumption), th, vs})
+				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Consumption), th, vs})
 		}
 	}
-	if len(t.rows) > 0 {
-		t.write(w)
+	if len(t.Rows) > 0 {
+		writeTable(w, &t)
 	} else {
 		fmt.Fprintln(w, "(not run)")
 		fmt.Fprintln(w)
@@ -371,12 +312,12 @@ func (r *Result) Goals() []Goal {
 			c, tot := quotient(row.Stats.Bare.P50, row.Stats.Copy.P50), quotient(row.Stats.Bare.P50, row.Stats.Total.P50)
 			ok = ok && c >= GoalCopyVsBare
 			okTot = okTot && tot >= GoalCopyVsBare
-			parts = append(parts, fmt.Sprintf("%s %s", bench.FormatSize(row.Size), pct(c)))
-			tots = append(tots, fmt.Sprintf("%s %s", bench.FormatSize(row.Size), pct(tot)))
+			parts = append(parts, fmt.Sprintf("%s %s", benchutil.FormatSize(row.Size), pct(c)))
+			tots = append(tots, fmt.Sprintf("%s %s", benchutil.FormatSize(row.Size), pct(tot)))
 		}
-		g.Status = metWord(ok)
+		g.Status = benchutil.MetWord(ok)
 		g.Detail = fmt.Sprintf("%s (bare p50 / T2 p50). The whole publish, T1+T2+T3, against the bare copy: %s (≥ %.0f%%: %s).",
-			strings.Join(parts, ", "), strings.Join(tots, ", "), 100*GoalCopyVsBare, metWord(okTot))
+			strings.Join(parts, ", "), strings.Join(tots, ", "), 100*GoalCopyVsBare, benchutil.MetWord(okTot))
 	}
 	out = append(out, g)
 
@@ -395,15 +336,15 @@ func (r *Result) Goals() []Goal {
 			have = true
 			q := quotient(b.Stats.Delivery.Avg, a.Stats.Delivery.Avg)
 			ok = ok && q <= GoalFlatN
-			parts = append(parts, fmt.Sprintf("%s %.3f (p50 %.3f; %s → %s µs)", bench.FormatSize(size), q,
-				quotient(b.Stats.Delivery.P50, a.Stats.Delivery.P50), us(a.Stats.Delivery.Avg), us(b.Stats.Delivery.Avg)))
+			parts = append(parts, fmt.Sprintf("%s %.3f (p50 %.3f; %s → %s µs)", benchutil.FormatSize(size), q,
+				quotient(b.Stats.Delivery.P50, a.Stats.Delivery.P50), benchutil.US(a.Stats.Delivery.Avg), benchutil.US(b.Stats.Delivery.Avg)))
 		}
 		switch {
 		case !have:
 		case lo != 1 || hi != 8:
 			g.Detail = fmt.Sprintf("measured N=%d/N=%d only: %s", hi, lo, strings.Join(parts, ", "))
 		default:
-			g.Status = metWord(ok)
+			g.Status = benchutil.MetWord(ok)
 			g.Detail = strings.Join(parts, ", ") + "."
 		}
 		if have {
@@ -413,11 +354,11 @@ func (r *Result) Goals() []Goal {
 	out = append(out, g)
 
 	// Data path 3: the baseline's cost at N=8.
-	g = Goal{Name: fmt.Sprintf("Data path 3: Pageable-Iceoryx / Pinned-Shared delivery (avg) ≥ %.0f× at N=%d, %s", GoalFanout, GoalFanoutSubs, bench.FormatSize(GoalFanoutSize)), Status: "not measured"}
+	g = Goal{Name: fmt.Sprintf("Data path 3: Pageable-Iceoryx / Pinned-Shared delivery (avg) ≥ %.0f× at N=%d, %s", GoalFanout, GoalFanoutSubs, benchutil.FormatSize(GoalFanoutSize)), Status: "not measured"}
 	if o, b := r.findDP3(PathShared, GoalFanoutSize, GoalFanoutSubs), r.findDP3(PathIceoryx, GoalFanoutSize, GoalFanoutSubs); o != nil && b != nil {
 		q := quotient(b.Stats.Delivery.Avg, o.Stats.Delivery.Avg)
-		g.Status = metWord(q >= GoalFanout)
-		g.Detail = fmt.Sprintf("%s (%s / %s µs).", times(q), us(b.Stats.Delivery.Avg), us(o.Stats.Delivery.Avg))
+		g.Status = benchutil.MetWord(q >= GoalFanout)
+		g.Detail = fmt.Sprintf("%s (%s / %s µs).", benchutil.Times(q), benchutil.US(b.Stats.Delivery.Avg), benchutil.US(o.Stats.Delivery.Avg))
 	}
 	var others []string
 	for _, size := range r.Settings.Sizes {
@@ -429,7 +370,7 @@ func (r *Result) Goals() []Goal {
 			if o == nil || b == nil || n != slices.Max(r.Settings.Subs) {
 				continue
 			}
-			others = append(others, fmt.Sprintf("%s N=%d %s", bench.FormatSize(size), n, times(quotient(b.Stats.Delivery.Avg, o.Stats.Delivery.Avg))))
+			others = append(others, fmt.Sprintf("%s N=%d %s", benchutil.FormatSize(size), n, benchutil.Times(quotient(b.Stats.Delivery.Avg, o.Stats.Delivery.Avg))))
 		}
 	}
 	if len(others) > 0 {

@@ -9,34 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
-
-// markdownTables returns the body rows (header and separator dropped) of
-// every table in md.
-func markdownTables(md string) [][]string {
-	var out [][]string
-	var cur []string
-	in := false
-	for _, l := range strings.Split(md, "\n") {
-		if strings.HasPrefix(l, "|") {
-			if !in {
-				in, cur = true, nil
-			}
-			cur = append(cur, l)
-			continue
-		}
-		if in {
-			out = append(out, cur[min(2, len(cur)):])
-			in = false
-		}
-	}
-	if in {
-		out = append(out, cur[min(2, len(cur)):])
-	}
-	return out
-}
 
 func TestItersFor(t *testing.T) {
 	for _, c := range []struct{ size, iters, warmup, wantI, wantW int }{
@@ -221,16 +197,8 @@ func TestStats(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	for ns, want := range map[int64]string{0: "0.00", 1234: "1.23", 12345: "12.3", 1234567: "1,235", -1500: "-1.50", -123456789: "-123,457", 43677000: "43,677"} {
-		if got := us(ns); got != want {
-			t.Errorf("us(%d) = %q, want %q", ns, got, want)
-		}
-	}
 	if got := gbps(64<<20, 1_250_000); got != "53.7" {
 		t.Errorf("gbps %q", got)
-	}
-	if got := times(13.54); got != "13.5×" {
-		t.Errorf("times %q", got)
 	}
 }
 
@@ -290,7 +258,7 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 	var b bytes.Buffer
 	r.WriteMarkdown(&b)
 	md := b.String()
-	tables := markdownTables(md)
+	tables := benchtest.MarkdownTables(t, md)
 	if len(tables) != 5 {
 		t.Fatalf("%d tables, want 5:\n%s", len(tables), md)
 	}
@@ -348,7 +316,7 @@ func TestGoalsNotMeasured(t *testing.T) {
 	}
 	var b bytes.Buffer
 	r.WriteMarkdown(&b)
-	if n := len(markdownTables(b.String())); n != 2 {
+	if n := len(benchtest.MarkdownTables(t, b.String())); n != 2 {
 		t.Errorf("%d tables without data path 1, want 2", n)
 	}
 }

@@ -1,6 +1,10 @@
 package benchgpu
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
+)
 
 // Summary describes samples in ns. Percentiles follow tlsf and
 // internal/bench: p50 = s[n/2], p99 = s[min(n-1, n*99/100)] of the sorted
@@ -27,7 +31,7 @@ func summarize(xs []int64) Summary {
 	n := len(s)
 	return Summary{
 		N: n, Avg: sum / int64(n),
-		P50: s[n/2], P99: s[min(n-1, n*99/100)],
+		P50: benchutil.Percentile(s, 50), P99: benchutil.Percentile(s, 99),
 		Min: s[0], Max: s[n-1],
 	}
 }

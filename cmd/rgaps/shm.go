@@ -1,0 +1,66 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+func init() {
+	register("shm", "shared memory of the domain: shm list | shm clean (remove what crashed processes left)", runShm)
+}
+
+func runShm(args []string) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "clean") {
+		fmt.Fprintln(os.Stderr, "usage: rgaps shm list|clean [-domain N]")
+		return errUsage
+	}
+	fs := flag.NewFlagSet("shm "+args[0], flag.ContinueOnError)
+	domain := fs.Int("domain", -1, "ROS domain id (default ROS_DOMAIN_ID or 0)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	cfg, err := zerocopy.Config{}.FromEnv()
+	if err != nil {
+		return err
+	}
+	if *domain >= 0 {
+		cfg.Domain = uint32(*domain)
+	}
+	if args[0] == "list" {
+		prefix := fmt.Sprintf("%s_d%d_", cfg.Prefix, cfg.Domain)
+		names, err := shm.List(prefix)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			st, err := os.Stat(filepath.Join(shm.Dir, n))
+			if err != nil {
+				continue
+			}
+			fmt.Printf("%-60s %s\n", n, human(uint64(st.Size())))
+		}
+		return nil
+	}
+	cfg.SkipStaleClean = true // clean below, and report it
+	d, err := zerocopy.Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	removed, err := d.CleanStale()
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Println("nothing to clean")
+	} else {
+		fmt.Println("removed:", strings.Join(removed, " "))
+	}
+	return nil
+}

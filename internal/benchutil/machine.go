@@ -1,0 +1,37 @@
+package benchutil
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// CPUModel is the first "model name" of /proc/cpuinfo, or "unknown".
+func CPUModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// KernelRelease is the running kernel's release, or "unknown".
+func KernelRelease() string {
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return "unknown"
+}
+
+// GoVersion is the toolchain and platform of this binary: "go1.26.8
+// linux/amd64".
+func GoVersion() string { return runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH }
