@@ -94,6 +94,12 @@ func (s *Segment) Publish() error {
 	if err != nil {
 		return fmt.Errorf("publishing segment %q: %w", s.name, err)
 	}
+	// link and unlink changed the change time: the identity others compute
+	// from now on is the one after them.
+	var st unix.Stat_t
+	if unix.Stat(filepath.Join(Dir, s.name), &st) == nil {
+		s.id = Identity(&st)
+	}
 	return nil
 }
 

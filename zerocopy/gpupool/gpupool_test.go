@@ -261,3 +261,28 @@ func TestReplacedSegmentRefused(t *testing.T) {
 		t.Fatalf("pool for a replaced segment: %v", err)
 	}
 }
+
+// The identity a creator holds after publishing its segment is the one the
+// daemon computes: a request for a live segment is never refused as
+// replaced (here it gets to the allocation: a pool, or "no GPU").
+func TestLiveSegmentIdentityAccepted(t *testing.T) {
+	startServer(t, 75, "")
+	c, err := gpupool.Dial(testutil.Prefix(), 75, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seg, err := shm.Create(testutil.Prefix()+"_d75_tlive", 4096, 0o600, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	if err := seg.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Unlink(seg.Name())
+	_, err = c.Pool(nil, seg.Name(), seg.ID(), 1<<20)
+	if err != nil && strings.Contains(err.Error(), "made again") {
+		t.Fatalf("live segment refused as replaced: %v", err)
+	}
+}
