@@ -1,0 +1,43 @@
+// Package schema describes ROS 2 message types the way rosidl's
+// introspection type support does, holds message values dynamically, and
+// serializes them to and from CDR driven by the description.
+//
+// # Description
+//
+// A [Message] mirrors rosidl_typesupport_introspection_c__MessageMembers
+// (package, interface kind, name, members in wire order) and a [Field]
+// mirrors one MessageMember: name, type id ([TypeID], the introspection
+// numbers FLOAT 1 … MESSAGE 18), string_upper_bound, the nested members for
+// TypeMessage, is_array, array_size and is_upper_bound. The C-memory parts
+// of the introspection tables (offsets, sizes, accessor functions) are left
+// to the rmw layer, which walks C or C++ messages with the same field list
+// and writes them with the same [cdr.Encoder] calls this package makes, so
+// both produce identical bytes. msgparse builds Messages from .msg and .srv
+// files; they can also be built by hand (call [Message.Validate]).
+//
+// The three array forms follow introspection: T[N] is IsArray with
+// ArraySize N (no count on the wire), T[] is IsArray with ArraySize 0, and
+// T[<=N] is IsArray, IsUpperBound, ArraySize N (T[] and T[<=N] are
+// sequences: a uint32 count precedes the elements).
+//
+// # Values
+//
+// A [Struct] holds one Go value per field (see Struct for the Go type of
+// every TypeID). [New] builds a value with the definition's defaults;
+// [Struct.Get] and [Struct.Set] address fields by dotted path; [Equal]
+// compares; [Struct.Map] and [FromMap] convert to and from nested maps (for
+// JSON/YAML tools); [Format] and [Struct.String] print the YAML that
+// `ros2 topic echo` prints.
+//
+// # Codec
+//
+// [Encode] writes the 4-byte CDR_LE encapsulation header then the fields in
+// order with the classic CDR rules of package cdr; [Decode] accepts CDR_LE
+// and CDR_BE and ignores bytes after the last field. Values are checked
+// against the schema while encoding (Go types, fixed array lengths,
+// sequence and string bounds: a value Fast-DDS would refuse to serialize is
+// refused here too), and the bounds are checked again while decoding.
+// [SerializedSize] returns the exact length Encode produces;
+// [MaxSerializedSize] and [FixedSize] describe the type as a whole (for
+// preallocation and loans). Errors carry the field path ([FieldError]).
+package schema
