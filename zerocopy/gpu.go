@@ -99,7 +99,7 @@ func (t *Topic) deviceBase() (DevicePtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	m, err := c.Pool(dev, t.seg.Name(), t.seg.ID(), t.lay.devPoolSize)
+	m, err := c.Pool(dev, t.seg.Name(), gpupool.Tag{Off: hInstance, Value: t.instance}, t.lay.devPoolSize)
 	if err != nil {
 		return 0, err
 	}

@@ -47,7 +47,8 @@ const (
 	hDevTLSFOff     = 640 // u64
 	hDevTLSFSize    = 648 // u64
 	hDevGranule     = 656 // u64
-	hStaticEnd      = 664
+	hInstance       = 664 // u64 random, non-zero: tells this segment from a later one of the same name
+	hStaticEnd      = 672
 
 	// dynamic header words (each group on its own cache line)
 	hLock         = 704 // shm.Lock (16 bytes)

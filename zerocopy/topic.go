@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -69,22 +70,23 @@ func layoutFor(cfg Config, kind PoolKind) layout {
 // endpoint of that topic in the process (Domain keeps one per name) and
 // reference counted by them.
 type Topic struct {
-	d       *Domain
-	name    string // fully qualified ROS topic name
-	typ     string
-	seg     *shm.Segment
-	lk      shm.Lock
-	lay     layout
-	alloc   *tlsf.Allocator
-	dalloc  *tlsf.Allocator // GPU topics: the device pool's allocator
-	pool    []byte          // the host pool's bytes
-	rpool   []byte          // the same bytes mapped read-only, for taken samples
-	gpuMu   sync.Mutex      // guards the GPU state below
-	devBase DevicePtr       // GPU topics: the device pool in this process
-	devMap  closer          // its mapping (gpupool.Mapping)
-	hostReg bool            // host pool registered with CUDA in this process
-	hostDev DevicePtr       // the host pool's device address once registered
-	created bool            // this process created the segment
+	d        *Domain
+	name     string // fully qualified ROS topic name
+	typ      string
+	seg      *shm.Segment
+	lk       shm.Lock
+	lay      layout
+	alloc    *tlsf.Allocator
+	dalloc   *tlsf.Allocator // GPU topics: the device pool's allocator
+	pool     []byte          // the host pool's bytes
+	rpool    []byte          // the same bytes mapped read-only, for taken samples
+	gpuMu    sync.Mutex      // guards the GPU state below
+	devBase  DevicePtr       // GPU topics: the device pool in this process
+	devMap   closer          // its mapping (gpupool.Mapping)
+	hostReg  bool            // host pool registered with CUDA in this process
+	hostDev  DevicePtr       // the host pool's device address once registered
+	created  bool            // this process created the segment
+	instance uint64          // the header's instance tag
 
 	pubSeq, pubWaiters     *atomic.Uint32
 	spaceSeq, spaceWaiters *atomic.Uint32
@@ -199,6 +201,7 @@ func createSegment(cfg Config, name, topic, typ string, kind PoolKind) (*shm.Seg
 	le.PutUint64(h[hDevTLSFOff:], l.devTLSFOff)
 	le.PutUint64(h[hDevTLSFSize:], l.devTLSFSize)
 	le.PutUint64(h[hDevGranule:], l.devGranule)
+	le.PutUint64(h[hInstance:], rand.Uint64()|1)
 	le.PutUint32(h[hCRC:], crc32.Checksum(h[:hStaticEnd], castagnoli))
 	if _, err := tlsf.Init(seg.Bytes(l.tlsfOff, l.tlsfSize), l.poolSize, uint32(l.maxBlocks), l.granule); err != nil {
 		seg.Close()
@@ -304,6 +307,7 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
 		spaceSeq:     seg.Uint32(hSpaceSeq),
 		spaceWaiters: seg.Uint32(hSpaceWaiters),
 		generation:   seg.Uint32(hGeneration),
+		instance:     binary.LittleEndian.Uint64(seg.Bytes(hInstance, 8)),
 		state:        seg.Uint32(hState),
 		endpoints:    map[uint32]endpointLocal{},
 	}

@@ -31,7 +31,6 @@ type Segment struct {
 	name string // final name under Dir
 	tmp  string // temporary name until Publish; "" once published or opened
 	data []byte
-	id   uint64 // identity: tells this segment from a later one of the same name
 }
 
 // Create makes a new, unpublished segment of size bytes with the given
@@ -73,9 +72,7 @@ func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error
 	if err != nil {
 		return fail("mmap", err)
 	}
-	var st unix.Stat_t
-	unix.Fstat(fd, &st)
-	return &Segment{name: name, tmp: tmp, data: data, id: Identity(&st)}, nil
+	return &Segment{name: name, tmp: tmp, data: data}, nil
 }
 
 // Publish makes a created segment visible under its final name, atomically.
@@ -93,12 +90,6 @@ func (s *Segment) Publish() error {
 	}
 	if err != nil {
 		return fmt.Errorf("publishing segment %q: %w", s.name, err)
-	}
-	// link and unlink changed the change time: the identity others compute
-	// from now on is the one after them.
-	var st unix.Stat_t
-	if unix.Stat(filepath.Join(Dir, s.name), &st) == nil {
-		s.id = Identity(&st)
 	}
 	return nil
 }
@@ -129,7 +120,7 @@ func Open(name string, minSize int64) (*Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mapping segment %q: %w", name, err)
 	}
-	return &Segment{name: name, data: data, id: Identity(&st)}, nil
+	return &Segment{name: name, data: data}, nil
 }
 
 // Unlink removes a published segment's name. Mappings stay valid.
@@ -167,15 +158,6 @@ func checkName(name string) error {
 		return fmt.Errorf("invalid shared-memory segment name %q", name)
 	}
 	return nil
-}
-
-// ID identifies the segment behind a name: its inode number mixed with its
-// change time, since tmpfs reuses inode numbers at once.
-func (s *Segment) ID() uint64 { return s.id }
-
-// Identity computes ID from a file's status.
-func Identity(st *unix.Stat_t) uint64 {
-	return st.Ino*0x9E3779B97F4A7C15 ^ uint64(st.Ctim.Sec)<<30 ^ uint64(st.Ctim.Nsec)
 }
 
 // Name is the segment's published name.

@@ -146,25 +146,3 @@ func TestLockMutualExclusion(t *testing.T) {
 		t.Fatalf("counter %d, want 16000", counter.Load())
 	}
 }
-
-// The identity a creator holds after Publish is the one an opener computes.
-func TestIdentityStableAfterPublish(t *testing.T) {
-	n := name(t)
-	defer Unlink(n)
-	c, err := Create(n, 4096, 0o600, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Publish(); err != nil {
-		t.Fatal(err)
-	}
-	o, err := Open(n, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	if c.ID() != o.ID() || c.ID() == 0 {
-		t.Fatalf("creator identity %x, opener %x", c.ID(), o.ID())
-	}
-}

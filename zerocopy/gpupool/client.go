@@ -225,15 +225,14 @@ func (m *Mapping) Close() error {
 	return nil
 }
 
-// Pool asks for the GPU pool of a topic segment and maps it on dev. ino is
-// the inode of the segment the caller mapped (0: not checked), so a caller
-// holding a removed segment never gets the pool of its successor.
-func (c *Client) Pool(dev *cuda.Device, segment string, ino, size uint64) (*Mapping, error) {
+// Pool asks for the GPU pool of a topic segment and maps it on dev. tag is
+// the instance tag of the segment the caller mapped (Value 0: not checked).
+func (c *Client) Pool(dev *cuda.Device, segment string, tag Tag, size uint64) (*Mapping, error) {
 	ord := 0
 	if dev != nil {
 		ord = dev.Ordinal()
 	}
-	r, fd, err := c.do(Request{Op: "pool", Segment: segment, Ino: ino, Size: size, Device: ord})
+	r, fd, err := c.do(Request{Op: "pool", Segment: segment, TagOff: tag.Off, Tag: tag.Value, Size: size, Device: ord})
 	if err != nil {
 		return nil, fmt.Errorf("GPU pool for %s: %w", segment, err)
 	}

@@ -86,17 +86,17 @@ func TestPoolRequest(t *testing.T) {
 	if pid, err := c.Ping(); err != nil || pid != os.Getpid() {
 		t.Fatalf("ping: pid %d, %v", pid, err)
 	}
-	if _, err := c.Pool(nil, "missing_segment", 0, 1<<20); err == nil {
+	if _, err := c.Pool(nil, "missing_segment", gpupool.Tag{}, 1<<20); err == nil {
 		t.Fatal("pool for a segment that does not exist was granted")
 	}
-	os.WriteFile(filepath.Join(dir, "seg_a"), nil, 0o600)
+	os.WriteFile(filepath.Join(dir, "seg_a"), make([]byte, 64), 0o600)
 	dev, err := cuda.Open(0)
 	if errors.Is(err, cuda.ErrNotSupported) {
 		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but no GPU: %v", err)
 		}
 		// The request itself must come back as a typed not-supported error.
-		_, err := c.Pool(nil, "seg_a", 0, 1<<20)
+		_, err := c.Pool(nil, "seg_a", gpupool.Tag{}, 1<<20)
 		if !errors.Is(err, cuda.ErrNotSupported) {
 			t.Fatalf("pool without a GPU: %v, want ErrNotSupported", err)
 		}
@@ -107,7 +107,7 @@ func TestPoolRequest(t *testing.T) {
 	}
 	defer dev.Close()
 	testutil.AllowCurrentFDs() // the driver's own, for the process's life
-	m, err := c.Pool(dev, "seg_a", 0, 3<<20)
+	m, err := c.Pool(dev, "seg_a", gpupool.Tag{}, 3<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,21 +250,18 @@ func TestReplacedSegmentRefused(t *testing.T) {
 	}
 	defer c.Close()
 	path := filepath.Join(dir, "seg_r")
-	os.WriteFile(path, nil, 0o600)
-	var st unix.Stat_t
-	unix.Stat(path, &st)
-	os.Remove(path)
-	os.WriteFile(path+".new", nil, 0o600)
-	os.Rename(path+".new", path) // same name, another inode
-	_, err = c.Pool(nil, "seg_r", shm.Identity(&st), 1<<20)
+	os.WriteFile(path, []byte("tag:\x01\x00\x00\x00\x00\x00\x00\x00"), 0o600)
+	os.Remove(path) // the topic goes, and comes back under the same name
+	os.WriteFile(path, []byte("tag:\x02\x00\x00\x00\x00\x00\x00\x00"), 0o600)
+	_, err = c.Pool(nil, "seg_r", gpupool.Tag{Off: 4, Value: 1}, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "made again") {
 		t.Fatalf("pool for a replaced segment: %v", err)
 	}
 }
 
-// The identity a creator holds after publishing its segment is the one the
-// daemon computes: a request for a live segment is never refused as
-// replaced (here it gets to the allocation: a pool, or "no GPU").
+// The tag a client holds is the one the daemon reads, whatever was written
+// since: a request for a live segment is never refused as replaced (here it
+// gets to the allocation: a pool, or "no GPU").
 func TestLiveSegmentIdentityAccepted(t *testing.T) {
 	startServer(t, 75, "")
 	c, err := gpupool.Dial(testutil.Prefix(), 75, false)
@@ -277,11 +274,13 @@ func TestLiveSegmentIdentityAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seg.Close()
+	seg.Uint64(64).Store(0xfeed)
 	if err := seg.Publish(); err != nil {
 		t.Fatal(err)
 	}
 	defer shm.Unlink(seg.Name())
-	_, err = c.Pool(nil, seg.Name(), seg.ID(), 1<<20)
+	seg.Uint64(128).Store(7) // writes through the mapping after publishing
+	_, err = c.Pool(nil, seg.Name(), gpupool.Tag{Off: 64, Value: 0xfeed}, 1<<20)
 	if err != nil && strings.Contains(err.Error(), "made again") {
 		t.Fatalf("live segment refused as replaced: %v", err)
 	}

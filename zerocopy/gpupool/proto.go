@@ -24,7 +24,8 @@ type Request struct {
 	Version int    `json:"version"`
 	Op      string `json:"op"`
 	Segment string `json:"segment,omitempty"` // shared-memory name of the topic
-	Ino     uint64 `json:"ino,omitempty"`     // shm.Identity of the segment the client mapped
+	TagOff  uint64 `json:"tag_off,omitempty"` // where the segment keeps its instance tag
+	Tag     uint64 `json:"tag,omitempty"`     // the tag of the segment the client mapped
 	Size    uint64 `json:"size,omitempty"`    // pool bytes wanted
 	Device  int    `json:"device,omitempty"`  // CUDA ordinal
 }
@@ -47,6 +48,15 @@ type PoolInfo struct {
 	Size    uint64 `json:"size"`
 	Device  int    `json:"device"`
 	Handle  string `json:"handle"`
+}
+
+// Tag names one incarnation of a segment: 8 bytes at Off in the segment
+// file, random per creation. Names are reused when topics go and come back;
+// tags are not, so a client holding a removed segment never gets the pool of
+// its successor.
+type Tag struct {
+	Off   uint64
+	Value uint64
 }
 
 // ErrNoDaemon is returned when no daemon answers and none could be started.

@@ -1,6 +1,7 @@
 package gpupool
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
 // ServerConfig configures the pool owner.
@@ -50,7 +50,7 @@ type Server struct {
 
 type pool struct {
 	PoolInfo
-	ino   uint64 // inode of the segment the pool was made for
+	tag   Tag // the incarnation of the segment the pool was made for
 	alloc *cuda.Allocation
 	ptr   cuda.DevicePtr // legacy IPC allocations
 	ipc   cuda.IpcMemHandle
@@ -149,7 +149,7 @@ func (s *Server) janitor() {
 		}
 		s.mu.Lock()
 		for name, p := range s.pools {
-			if ino, ok := s.segmentInode(name); !ok || ino != p.ino {
+			if cur, ok := s.readTag(name, p.tag.Off); !ok || cur != p.tag.Value {
 				s.log().Info("freeing GPU pool of a removed topic", "segment", name, "bytes", p.Size)
 				s.free(p)
 				delete(s.pools, name)
@@ -166,14 +166,18 @@ func (s *Server) janitor() {
 	}
 }
 
-// segmentInode returns the identity of the segment now behind name
-// (shm.Identity: inode and change time).
-func (s *Server) segmentInode(name string) (uint64, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(filepath.Join(s.cfg.ShmDir, name), &st); err != nil {
+// readTag reads the 8-byte instance tag of the segment now behind name.
+func (s *Server) readTag(name string, off uint64) (uint64, bool) {
+	fd, err := unix.Open(filepath.Join(s.cfg.ShmDir, name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
 		return 0, false
 	}
-	return shm.Identity(&st), true
+	defer unix.Close(fd)
+	var b [8]byte
+	if n, err := unix.Pread(fd, b[:], int64(off)); err != nil || n != 8 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
 }
 
 func (s *Server) serveConn(fd int) {
@@ -250,15 +254,16 @@ func (s *Server) handle(req Request, cred *unix.Ucred) (Reply, int) {
 		sort.Slice(r.Pools, func(i, j int) bool { return r.Pools[i].Segment < r.Pools[j].Segment })
 		return r, -1
 	}
-	ino, ok := s.segmentInode(req.Segment)
+	cur, ok := s.readTag(req.Segment, req.TagOff)
 	if !ok {
 		return Reply{Error: fmt.Sprintf("no topic segment %q", req.Segment)}, -1
 	}
-	if req.Ino != 0 && req.Ino != ino {
+	if req.Tag != 0 && req.Tag != cur {
 		return Reply{Error: fmt.Sprintf("topic segment %q was removed and made again since the client mapped it; reopen it", req.Segment)}, -1
 	}
+	tag := Tag{Off: req.TagOff, Value: cur}
 	p := s.pools[req.Segment]
-	if p != nil && p.ino != ino {
+	if p != nil && p.tag != tag {
 		s.free(p) // the topic was removed and made again: its old pool is no one's
 		delete(s.pools, req.Segment)
 		p = nil
@@ -269,7 +274,7 @@ func (s *Server) handle(req Request, cred *unix.Ucred) (Reply, int) {
 	}
 	if p == nil {
 		var err error
-		if p, err = s.allocate(req, ino); err != nil {
+		if p, err = s.allocate(req, tag); err != nil {
 			return Reply{Error: err.Error(), NotSup: errors.Is(err, cuda.ErrNotSupported)}, -1
 		}
 		s.pools[req.Segment] = p
@@ -289,7 +294,7 @@ func (s *Server) handle(req Request, cred *unix.Ucred) (Reply, int) {
 
 // allocate makes a pool: VMM with a POSIX fd where the device supports it,
 // a legacy IPC handle otherwise. Must hold s.mu.
-func (s *Server) allocate(req Request, ino uint64) (*pool, error) {
+func (s *Server) allocate(req Request, tag Tag) (*pool, error) {
 	dev := s.devs[req.Device]
 	if dev == nil {
 		d, err := cuda.Open(req.Device)
@@ -299,7 +304,7 @@ func (s *Server) allocate(req Request, ino uint64) (*pool, error) {
 		s.devs[req.Device] = d
 		dev = d
 	}
-	p := &pool{PoolInfo: PoolInfo{Segment: req.Segment, Device: req.Device}, ino: ino}
+	p := &pool{PoolInfo: PoolInfo{Segment: req.Segment, Device: req.Device}, tag: tag}
 	vmm, _ := dev.VMMSupported()
 	fds, _ := dev.POSIXFDSupported()
 	if vmm && fds && os.Getenv("RGAPS_GPU_LEGACY_IPC") == "" {
