@@ -1,0 +1,243 @@
+package ring
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// Wire format, version 1. This comment is the reference; it is written so
+// that it can be copied into docs/ARCHITECTURE.md as is.
+//
+// # Ring
+//
+// A ring is Size bytes (a multiple of 64, not necessarily a power of two;
+// 256 B … 128 GiB) of the subscribe
+// side's registered pinned memory, at offset Base of the registered region.
+// Positions are monotonically increasing uint64 byte counts; offset =
+// position mod Size. All lengths and positions are multiples of 64.
+//
+//	Tail         writer's next write position           (publish side)
+//	Head         reader's consumed position              (subscribe side)
+//	DelayedHead  the writer's copy of Head, written back  (publish side,
+//	             by the reader with a one-sided write)    8 bytes LE)
+//	invariant    DelayedHead ≤ Head ≤ Received ≤ Tail ≤ DelayedHead + Size
+//
+// Each message occupies one or more records; a record is contiguous in the
+// ring, never split by the end of the ring:
+//
+//	| header (64 B) | payload (PayloadLen B) | padding to a multiple of 64 |
+//
+// Padding bytes are neither written nor read. When a record does not fit
+// between the writer's offset and the end of the ring, the writer skips to
+// offset 0; the skipped bytes (the "gap", 64 … len−64 bytes) count as
+// consumed by the reader together with the record that follows. The writer
+// tells the reader about the gap with the W bit of the immediate (WriteImm
+// mode) or a pad record written at the start of the gap (WriteTwice mode).
+// A record's length is at most MaxRecord = rounddown64((Size − T + 128)/2)
+// where T = max(64, roundup64(watermark bytes)): the longest record that can
+// always be placed once the reader has consumed everything and sends no
+// write-back because it is below its watermark (no deadlock). That is Size/2
+// (+32) for write-backs after every record and about Size/4 for the 1/2
+// watermark; larger messages are chunked.
+//
+// # Record header (64 bytes, little-endian)
+//
+//	off len field
+//	  0   4 header CRC  CRC-32C (Castagnoli) of bytes 8…63 (the magic is
+//	                    checked for its exact value instead)
+//	  4   4 magic       0x42524752 ("RGRB" in memory order)
+//	  8   1 version     1
+//	  9   1 flags       bit 0: PAD record (WriteTwice gap filler); others 0
+//	 10   2 lap         (position / Size) mod 65536: rejects a stale header
+//	                    left from an earlier pass over the ring
+//	 12   4 topic id    the ring's topic number (control plane assigns)
+//	 16   4 chunk index 0 … count−1
+//	 20   4 chunk count ≥ 1 (1 = unchunked message)
+//	 24   8 sequence    per (ring, topic), strictly increasing per message;
+//	                    (sequence, chunk index) orders records of a topic,
+//	                    and the reader drops a record that does not come
+//	                    after the last one it received for its topic as a
+//	                    duplicate (so a reused sequence is lost)
+//	 32   8 payload     payload bytes in this record (≤ MaxChunk). All
+//	                    chunks but the last carry the same payload length C,
+//	                    so chunk i sits at message offset i·C and count·C is
+//	                    an upper bound of the message size known at chunk 0
+//	 40   8 timestamp   source timestamp, ns since the Unix epoch (signed)
+//	 48  16 GID         publisher GID
+//
+// A PAD record has topic, chunk fields, sequence, timestamp and GID zero and
+// payload = gap − 64, so that it ends exactly at the end of the ring.
+//
+// # Immediate data (8 bytes, little-endian uint64), WriteImm mode
+//
+//	bits  0…30  L  record length / 64          (1 … 2^31−1)
+//	bit   31    W  wrap: the writer skipped from the reader's expected
+//	               offset to the end of the ring; the record is at offset 0
+//	bits 32…63  O  (Base + record offset) / 64 (0 … 2^32−1)
+//
+// Limits: Base + Size ≤ 2^38 B (256 GiB region); Size ≤ 2^37 B (128 GiB);
+// record length ≤ (2^31−1)·64 B (the ring limit keeps it ≤ 64 GiB). The low
+// 32 bits alone are sufficient, because the reader knows where the next
+// record must start; O is a redundant check and lets one completion queue
+// serve several rings of one region. With Config.CompactImm the writer sends
+// O = 0 and the reader ignores it, for transports whose immediate data is 4
+// bytes (InfiniBand/RoCE verbs, EFA). L = 0 is reserved.
+//
+// The reader validates every immediate: L ≠ 0 and within MaxRecord; without
+// W the record starts at the reader's expected offset and fits before the end
+// of the ring; with W the expected offset is not 0, the record does not fit
+// there and starts at 0; the record ends no further than Head + Size; O
+// matches; the header at the offset validates (magic, version, CRC, lap,
+// flags, PayloadLen consistent with L, chunk index < count).
+//
+// # Tail slot, WriteTwice mode
+//
+// 8 bytes, little-endian uint64: the writer's Tail after the records it
+// covers, written with a second RDMA write after the data write(s) (pad
+// header, record); one tail write may cover several records. The tail write
+// must not land before the data writes: use it where the provider orders
+// RMA write after write (msg_order FI_ORDER_WAW: tcp, net, rxm), otherwise
+// fence the tail write (FI_FENCE) or wait for the data write's delivery
+// completion (shm). The reader parses headers from its expected position up
+// to the slot value; ring memory is never zeroed, so it never reads beyond.
+// After Resync the reader side sets the slot to the resync position before
+// the writer resumes.
+//
+// # Head write-back
+//
+// 8 bytes, little-endian uint64: the reader's Head, written one-sidedly
+// into the writer's DelayedHead word when the watermark is reached (and,
+// optionally, when the reader goes idle: Reader.Flush). Head values are
+// always record ends. Keep at most one write-back in flight
+// (libfabric shm orders only send-after-send); when it completes, write the
+// newest Head if it has moved: any later Head is valid.
+//
+// # Link failure
+//
+//  1. both sides stop; in-flight writes, immediates and write-backs are lost;
+//  2. reader → writer (control connection): the reader's Head;
+//  3. writer: OnHeadUpdate(Head) if it validates, Acked (release), then
+//     Rewind: Tail = DelayedHead, returns the unacknowledged records;
+//  4. writer → reader: the writer's Tail (restart position P);
+//  5. reader: Resync(P) drops received-but-unconsumed records and restarts
+//     at P (P ≤ Head; P < Head only when step 3 could not apply the head);
+//  6. the writer retransmits the records from step 3 in order, then
+//     continues. The reader flags records whose (sequence, chunk) is not
+//     beyond the last one consumed for their topic as duplicates.
+
+// Version is the wire-format version written in every record header.
+const Version = 1
+
+// HeaderSize is the size of a record header.
+const HeaderSize = 64
+
+const (
+	magic = 0x42524752 // "RGRB" little-endian
+
+	offCRC     = 0
+	offMagic   = 4
+	offVersion = 8
+	offFlags   = 9
+	offLap     = 10
+	offTopic   = 12
+	offChunk   = 16
+	offChunks  = 20
+	offSeq     = 24
+	offPayload = 32
+	offTime    = 40
+	offGID     = 48
+
+	flagPad = 1 << 0
+
+	immLenMask = 1<<31 - 1
+	immWrap    = 1 << 31
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var le = binary.LittleEndian
+
+// Header is the per-record metadata the caller provides (Writer) or gets
+// back (Reader). Lap, flags, magic, version and CRC are the package's.
+type Header struct {
+	Topic      uint32   // topic id on this ring
+	Chunk      uint32   // chunk index, 0 … Chunks−1
+	Chunks     uint32   // chunk count, ≥ 1
+	Seq        uint64   // per-topic sequence number, strictly increasing per message
+	PayloadLen uint64   // payload bytes in this record
+	Timestamp  int64    // source timestamp, ns since the Unix epoch
+	GID        [16]byte // publisher GID
+}
+
+// headerCRC covers bytes 8…63: one contiguous span (half the cost of two)
+// of seven aligned 64-bit words, which putHeader stores whole, so that the
+// CRC's 8-byte loads are forwarded from single stores.
+func headerCRC(b []byte) uint32 { return crc32.Checksum(b[8:HeaderSize], castagnoli) }
+
+// putHeader writes a version-1 header into b[:64].
+func putHeader(b []byte, h *Header, flags uint8, lap uint16) {
+	b = b[:HeaderSize]
+	// Whole 64-bit words (see headerCRC): version, flags, lap, topic at 8;
+	// chunk index and count at 16.
+	le.PutUint64(b[8:], Version|uint64(flags)<<8|uint64(lap)<<16|uint64(h.Topic)<<32)
+	le.PutUint64(b[16:], uint64(h.Chunk)|uint64(h.Chunks)<<32)
+	le.PutUint64(b[offSeq:], h.Seq)
+	le.PutUint64(b[offPayload:], h.PayloadLen)
+	le.PutUint64(b[offTime:], uint64(h.Timestamp))
+	le.PutUint64(b[offGID:], le.Uint64(h.GID[:8]))
+	le.PutUint64(b[offGID+8:], le.Uint64(h.GID[8:]))
+	le.PutUint64(b[0:], uint64(headerCRC(b))|magic<<32)
+}
+
+// parseHeader validates magic, version, CRC and flags of b[:64] and decodes
+// it into h (left unchanged on error). Length and position checks are the
+// caller's.
+func parseHeader(b []byte, h *Header) (flags uint8, lap uint16, err error) {
+	if len(b) < HeaderSize {
+		return 0, 0, fmt.Errorf("%w: %d bytes, need %d", ErrCorrupt, len(b), HeaderSize)
+	}
+	b = b[:HeaderSize]
+	if m := le.Uint32(b[offMagic:]); m != magic {
+		return 0, 0, fmt.Errorf("%w: magic %#x", ErrCorrupt, m)
+	}
+	if v := b[offVersion]; v != Version {
+		return 0, 0, fmt.Errorf("%w: record version %d, want %d", ErrVersion, v, Version)
+	}
+	if got, want := le.Uint32(b[offCRC:]), headerCRC(b); got != want {
+		return 0, 0, fmt.Errorf("%w: header CRC %#x, computed %#x", ErrCorrupt, got, want)
+	}
+	flags = b[offFlags]
+	if flags&^flagPad != 0 {
+		return 0, 0, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, flags)
+	}
+	h.Topic = le.Uint32(b[offTopic:])
+	h.Chunk = le.Uint32(b[offChunk:])
+	h.Chunks = le.Uint32(b[offChunks:])
+	h.Seq = le.Uint64(b[offSeq:])
+	h.PayloadLen = le.Uint64(b[offPayload:])
+	h.Timestamp = int64(le.Uint64(b[offTime:]))
+	copy(h.GID[:], b[offGID:offGID+16])
+	return flags, le.Uint16(b[offLap:]), nil
+}
+
+// MakeImm builds an immediate value: record length, wrap flag and the
+// record's offset in the registered region (Base + ring offset). It does not
+// check limits; Writer.Reserve produces checked values.
+func MakeImm(regionOffset, recordLen uint64, wrap bool) uint64 {
+	v := (recordLen/Align)&immLenMask | (regionOffset/Align)<<32
+	if wrap {
+		v |= immWrap
+	}
+	return v
+}
+
+// ImmLen is the record length an immediate announces.
+func ImmLen(imm uint64) uint64 { return (imm & immLenMask) * Align }
+
+// ImmWrap reports whether the writer skipped to offset 0 before the record.
+func ImmWrap(imm uint64) bool { return imm&immWrap != 0 }
+
+// ImmOffset is the record's offset in the registered region (Base + ring
+// offset); 0 in compact immediates.
+func ImmOffset(imm uint64) uint64 { return (imm >> 32) * Align }
