@@ -186,13 +186,14 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 	counters := make([]*atomic.Uint32, 0, len(items))
 	for {
 		ws, counters = ws[:0], counters[:0]
-		seen := map[*atomic.Uint32]bool{}
+	items:
 		for _, it := range items {
 			w, c := it.word()
-			if seen[w] {
-				continue
+			for _, x := range ws { // subscriptions of one topic share a word
+				if x.Word == w {
+					continue items
+				}
 			}
-			seen[w] = true
 			ws = append(ws, shm.Waiter{Word: w, Val: w.Load()})
 			if c != nil {
 				counters = append(counters, c)
