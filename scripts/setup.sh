@@ -28,6 +28,7 @@ if ! have_go; then
 fi
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+{ pkg-config --exists libfabric 2>/dev/null && dpkg -s libfabric-dev >/dev/null 2>&1; } || need_apt+=(libfabric-dev pkg-config)
 if ((${#need_apt[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq

@@ -14,9 +14,10 @@ import (
 // (docs/ARCHITECTURE.md §1): pointer arithmetic over mappings lives in one
 // place, and cgo only in the packages that bind a C library.
 var unsafeOwners = map[string]bool{
-	"internal/shm":  true,
-	"internal/cuda": true,
-	"cmd/librgaps":  true, // a c-shared library exports through import "C"
+	"internal/shm":            true,
+	"internal/cuda":           true,
+	"cmd/librgaps":            true, // a c-shared library exports through import "C"
+	"bridge/transport/fabric": true, // binds libfabric: contexts and buffers in C memory
 }
 
 func TestUnsafeOnlyInShm(t *testing.T) {

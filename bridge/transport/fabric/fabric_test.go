@@ -1,0 +1,325 @@
+//go:build cgo && !nofabric
+
+package fabric
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// checkClosed makes the test fail if libfabric objects outlive it
+// (register it before opening anything: cleanups run last first).
+func checkClosed(t *testing.T) {
+	t.Cleanup(func() {
+		if c := Outstanding(); c != (Counts{}) {
+			t.Errorf("libfabric objects left open: %+v", c)
+		}
+	})
+}
+
+func open(t *testing.T, name string, opts Options) *Provider {
+	t.Helper()
+	opts.NamePrefix = testutil.Prefix()
+	if opts.Timeout == 0 {
+		opts.Timeout = 20 * time.Second
+	}
+	p, err := Open(name, opts)
+	if errors.Is(err, transport.ErrNotSupported) && os.Getenv("RGAPS_REQUIRE_FABRIC") != "1" {
+		t.Skipf("not supported here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// pair connects two endpoints of p (one provider: shared domain and keys).
+func pair(t *testing.T, p *Provider) (dialer, accepted *Endpoint) {
+	t.Helper()
+	addr := ""
+	if p.epType == epMsg {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := p.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan transport.Endpoint, 1)
+	go func() {
+		e, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- e
+	}()
+	d, err := p.Dial(ln.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-ch
+	ln.Close()
+	if a == nil {
+		t.FailNow()
+	}
+	dialer, accepted = d.(*Endpoint), a.(*Endpoint)
+	t.Cleanup(func() {
+		done := make(chan struct{})
+		go func() { accepted.Close(); close(done) }()
+		dialer.Close()
+		<-done
+	})
+	return dialer, accepted
+}
+
+func TestUnknownProvider(t *testing.T) {
+	if _, err := Open("no-such-provider", Options{}); !errors.Is(err, transport.ErrNotSupported) {
+		t.Fatalf("Open of an unknown provider: %v, want ErrNotSupported", err)
+	}
+	if _, err := Open("verbs", Options{}); err != nil && !errors.Is(err, transport.ErrNotSupported) {
+		t.Fatalf("Open verbs without RDMA hardware: %v, want ErrNotSupported or success", err)
+	}
+}
+
+// TestForcedVerbsPaths checks that the Force options really take the
+// paths verbs needs: descriptors, a full receive queue whose receives are
+// posted again when consumed, and the fence.
+func TestForcedVerbsPaths(t *testing.T) {
+	for _, prov := range []string{"tcp", "shm"} {
+		t.Run(prov, func(t *testing.T) {
+			checkClosed(t)
+			p := open(t, prov, Options{ForceRxCQData: true, ForceMRLocal: true, ForceFence: true})
+			if !p.descs || !p.rxCQData || !p.fence {
+				t.Fatalf("forced paths off: %s", p.Describe())
+			}
+			d, a := pair(t, p)
+			if a.c.rxDepth != min(p.rxSize, 1024) {
+				t.Errorf("receive queue %d deep, want %d", a.c.rxDepth, min(p.rxSize, 1024))
+			}
+			src, err := p.Alloc(4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst, err := p.Alloc(4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sr := src.(*Region); sr.descFor() == nil && sr.desc != nil {
+				t.Error("no descriptor passed for the local buffer")
+			}
+			// The fence waits for the Write's delivery, which needs the
+			// receiver to progress meanwhile.
+			type waited struct {
+				n    int
+				imms []uint64
+				err  error
+			}
+			got := make(chan waited, 1)
+			go func() {
+				imms := make([]uint64, 4)
+				n, err := a.Wait(imms, 20*time.Second)
+				got <- waited{n, imms[:n], err}
+			}()
+			if err := d.Write(src.Bytes()[:8], src, dst.Desc(), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.WriteImm(src.Bytes()[8:16], src, dst.Desc(), 8, 5); err != nil {
+				t.Fatal(err)
+			}
+			if st := d.Stats(); st.Fences != 1 {
+				t.Errorf("a WriteImm after a Write did not fence: %+v", st)
+			}
+			if w := <-got; w.err != nil || w.n != 1 || w.imms[0] != 5 {
+				t.Fatalf("Wait: %d %v %v", w.n, w.imms, w.err)
+			}
+			if err := d.Flush(20 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			// The receives consumed by control messages (shm's hello) were
+			// posted again: the queue is still full.
+			a.mu.Lock()
+			posted := a.c.rxDepth - len(a.c.unposted)
+			a.mu.Unlock()
+			if posted != a.c.rxDepth {
+				t.Errorf("%d of %d receives posted", posted, a.c.rxDepth)
+			}
+		})
+	}
+}
+
+// TestProviderEAgain: writes to a peer that does not poll fill shm's
+// queue, and the provider's -FI_EAGAIN is retried while progressing until
+// the peer polls again. tcp in libfabric 1.17 never answers -FI_EAGAIN
+// (its transfer pool grows); there the context slots fill instead.
+func TestProviderEAgain(t *testing.T) {
+	for _, prov := range []string{"shm", "tcp"} {
+		t.Run(prov, func(t *testing.T) {
+			checkClosed(t)
+			p := open(t, prov, Options{})
+			d, a := pair(t, p)
+			src, _ := p.Alloc(4096)
+			dst, _ := p.Alloc(64 * 4096)
+			// The receiver polls only once the sender met a full queue.
+			stop := make(chan struct{})
+			drained := make(chan int, 1)
+			go func() {
+				for d.Stats().Retries == 0 {
+					select {
+					case <-stop:
+						drained <- 0
+						return
+					case <-time.After(100 * time.Microsecond):
+					}
+				}
+				got := 0
+				imms := make([]uint64, 256)
+				for {
+					n, err := a.Poll(imms)
+					got += n
+					if err != nil {
+						t.Error(err)
+						drained <- got
+						return
+					}
+					select {
+					case <-stop:
+						drained <- got
+						return
+					default:
+					}
+				}
+			}()
+			n := 0
+			for ; n < 100000 && d.Stats().Retries == 0; n++ {
+				if err := d.WriteImm(src.Bytes(), src, dst.Desc(), uint64(n%64*4096), uint64(n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Flush(20 * time.Second); err != nil {
+				t.Error(err)
+			}
+			close(stop)
+			<-drained
+			st := d.Stats()
+			t.Logf("%s: %d writes, retries %d, -FI_EAGAIN %d", prov, n, st.Retries, d.ProviderEAgain())
+			if st.Retries == 0 {
+				t.Errorf("%d writes never met a full queue", n)
+			}
+			if prov == "shm" && d.ProviderEAgain() == 0 {
+				t.Error("shm never answered -FI_EAGAIN")
+			}
+		})
+	}
+}
+
+func TestLocalRegionChecks(t *testing.T) {
+	checkClosed(t)
+	p := open(t, "tcp", Options{})
+	q := open(t, "tcp", Options{})
+	d, a := pair(t, p)
+	src, _ := p.Alloc(4096)
+	dst, _ := p.Alloc(4096)
+	other, _ := q.Alloc(4096)
+	remote := dst.Desc()
+	go a.Wait(nil, time.Second) // progress the receiver a little
+	outside, err := transport.MapAnon(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer transport.Unmap(outside)
+	if err := d.WriteImm(outside[:16], src, remote, 0, 1); !errors.Is(err, transport.ErrOutOfBounds) {
+		t.Errorf("src outside the local region: %v, want ErrOutOfBounds", err)
+	}
+	if err := d.WriteImm(src.Bytes()[4000:4096], src, remote, 0, 2); err != nil {
+		t.Errorf("src at the end of the local region: %v", err)
+	}
+	if err := d.Write(other.Bytes()[:16], other, remote, 0); err == nil {
+		t.Error("a region of another provider was accepted")
+	}
+	if err := d.Write(src.Bytes()[:16], nil, remote, 0); err == nil {
+		t.Error("a nil local region was accepted")
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		want error
+	}{
+		{int(syscall.ECONNRESET), transport.ErrPeerClosed},
+		{int(syscall.EPIPE), transport.ErrPeerClosed},
+		{int(syscall.ENOTCONN), transport.ErrPeerClosed},
+		{int(syscall.ETIMEDOUT), transport.ErrTimeout},
+	} {
+		err := fiError("test", c.code, "")
+		if !errors.Is(err, c.want) {
+			t.Errorf("%v is not %v", err, c.want)
+		}
+		if e := err.(*Error); e.Text == "" {
+			t.Errorf("code %d: no fi_strerror text", c.code)
+		}
+	}
+}
+
+// TestCompletionError: a message longer than the peer's posted receive
+// fails there for real (FI_ETRUNC); the error comes through fi_cq_readerr
+// as an *Error with libfabric's text, and sticks.
+func TestCompletionError(t *testing.T) {
+	for _, prov := range []string{"tcp", "shm"} {
+		t.Run(prov, func(t *testing.T) {
+			checkClosed(t)
+			p := open(t, prov, Options{})
+			d, a := pair(t, p)
+			src, _ := p.Alloc(4096)
+			if err := d.sendRaw(src.Bytes()[:2*ctlSize], src.(*Region)); err != nil {
+				t.Fatal(err)
+			}
+			var aerr error
+			deadline := time.Now().Add(20 * time.Second)
+			for aerr == nil && time.Now().Before(deadline) {
+				d.Poll(nil)
+				_, aerr = a.Poll(nil)
+			}
+			var fe *Error
+			if !errors.As(aerr, &fe) || fe.Op != "completion" || fe.Text == "" {
+				t.Fatalf("receiver's error: %v, want a completion error with text", aerr)
+			}
+			t.Logf("%s: %v", prov, aerr)
+			if _, err := a.Poll(nil); err != aerr {
+				t.Errorf("error did not stick: %v", err)
+			}
+			if err := a.WriteImm(nil, src, transport.RemoteRegion{Len: 8}, 0, 1); err != aerr {
+				t.Errorf("WriteImm after the error: %v", err)
+			}
+		})
+	}
+}
+
+func TestMeasureBare(t *testing.T) {
+	checkClosed(t)
+	for _, prov := range []string{"tcp", "shm"} {
+		res, err := MeasureBareWith(prov, 1<<20, 32, Options{NamePrefix: testutil.Prefix(), Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Iters != 32 || res.Elapsed <= 0 || res.BytesPerSecond() <= 0 {
+			t.Errorf("%s: %+v", prov, res)
+		}
+		t.Logf("%s: 32 × 1 MiB in %v (%.0f MB/s)", prov, res.Elapsed, res.BytesPerSecond()/1e6)
+	}
+	if _, err := MeasureBare("tcp", 0, 1); err == nil {
+		t.Error("a bare loop of 0-byte writes was accepted")
+	}
+}
