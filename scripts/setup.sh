@@ -29,6 +29,8 @@ fi
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 { pkg-config --exists libfabric 2>/dev/null && dpkg -s libfabric-dev >/dev/null 2>&1; } || need_apt+=(libfabric-dev pkg-config)
+# iceoryx 2.0.3: RouDi and the C binding of `rgaps bench e2e`'s baseline (loaded at run time).
+{ command -v iox-roudi >/dev/null 2>&1 && dpkg -s libiceoryx-binding-c-dev >/dev/null 2>&1; } || need_apt+=(iceoryx libiceoryx-binding-c-dev)
 if ((${#need_apt[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
