@@ -41,6 +41,11 @@ type EndpointSpec struct {
 	// Memory is the form the endpoint uses; a topic created by a MemoryGPU
 	// endpoint gets a GPU pool.
 	Memory Memory
+	// Bridge marks an endpoint of the inter-host bridge daemon: bridge
+	// publishers and bridge subscriptions never match each other (no
+	// loops between hosts), and graph queries flag them (EndpointInfo.Bridge)
+	// so that tools can show the remote endpoints they stand for instead.
+	Bridge bool
 }
 
 // endpoint is what publishers and subscriptions share.
@@ -50,6 +55,8 @@ type endpoint struct {
 	kind   Kind
 	gid    GID
 	qos    qos.Profile
+	bridge bool // EndpointSpec.Bridge
+	mem    Memory
 	closed atomic.Bool
 	event  *atomic.Uint32 // local word bumped when a status changes
 	// life is read-held by every call that touches the topic's mappings
@@ -195,6 +202,10 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	if spec.Memory == MemoryGPU {
 		flags = flagWantsDevice
 	}
+	if spec.Bridge {
+		flags |= flagBridge
+	}
+	e.bridge, e.mem = spec.Bridge, spec.Memory
 	t.u32(so + eFlags).Store(uint32(flags))
 	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
 		t.deliverHistory(slot, q, flags)
@@ -222,6 +233,9 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 		so := t.slotOff(ps)
 		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != KindPublisher {
 			continue
+		}
+		if flags&flagBridge != 0 && endpointFlags(t.u32(so+eFlags).Load())&flagBridge != 0 {
+			continue // the bridge never sends back what it brought in
 		}
 		pq, err := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
 		if err != nil || pq.Durability != qos.DurabilityTransientLocal {
@@ -279,6 +293,10 @@ func (e *endpoint) refreshMatches() {
 		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != other {
 			continue
 		}
+		pflags := endpointFlags(t.u32(so + eFlags).Load())
+		if e.bridge && pflags&flagBridge != 0 {
+			continue // bridge endpoints never match each other
+		}
 		var g GID
 		copy(g[:], t.seg.Bytes(so+eGID, 16))
 		pq, err := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
@@ -307,7 +325,7 @@ func (e *endpoint) refreshMatches() {
 			continue
 		}
 		blocking := pub.Reliability == qos.ReliabilityReliable && sub.Reliability == qos.ReliabilityReliable && sub.History == qos.HistoryKeepAll
-		peers[g] = peerInfo{slot: s, blocking: blocking, flags: endpointFlags(t.u32(so + eFlags).Load())}
+		peers[g] = peerInfo{slot: s, blocking: blocking, flags: pflags}
 		if _, ok := e.peers[g]; !ok {
 			e.st.MatchedTotal++
 			e.st.MatchedTotalChg++
@@ -428,6 +446,9 @@ func (e *endpoint) Closed() bool { return e.closed.Load() }
 
 // GID is the endpoint's identifier.
 func (e *endpoint) GID() GID { return e.gid }
+
+// Memory is the form the endpoint was created with (EndpointSpec.Memory).
+func (e *endpoint) Memory() Memory { return e.mem }
 
 // QoS is the QoS the endpoint actually uses.
 func (e *endpoint) QoS() qos.Profile { return e.qos }

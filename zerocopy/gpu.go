@@ -242,3 +242,19 @@ func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 	}
 	return err
 }
+
+// PinHost page-locks b (memory mapped outside the Go heap, such as a
+// transport's ring) for the domain's GPU, so that copies between it and
+// device loans (Loan.CopyIn) run at pinned speed. It returns the function
+// that unpins it. Without a GPU it returns an error wrapping
+// ErrNotSupported and nothing needs unpinning.
+func (d *Domain) PinHost(b []byte) (unpin func() error, err error) {
+	dev, err := d.GPU()
+	if err != nil {
+		return nil, err
+	}
+	if err := dev.HostRegister(b, cuda.HostRegisterPortable); err != nil {
+		return nil, err
+	}
+	return func() error { return dev.HostUnregister(b) }, nil
+}

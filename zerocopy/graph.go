@@ -266,6 +266,9 @@ type EndpointInfo struct {
 	QoS   qos.Profile
 	Path  string // the data path in use: host-shm, gpu-pool, ...
 	Pid   uint32
+	// Bridge marks the bridge daemon's endpoint (EndpointSpec.Bridge): it
+	// stands for endpoints on other hosts, which the daemon reports.
+	Bridge bool
 }
 
 // endpointPath names the data path an endpoint really uses (DESIGN.md §8):
@@ -288,7 +291,8 @@ func endpointPath(k PoolKind, f endpointFlags) string {
 // TopicInfo is a topic and its endpoint counts on this host.
 type TopicInfo struct {
 	Name, Type                string
-	Publishers, Subscriptions int
+	Publishers, Subscriptions int // excluding the bridge daemon's endpoints
+	Bridged                   int // the bridge daemon's endpoints
 	PoolSize, PoolFree        uint64
 	Path                      string
 }
@@ -360,11 +364,14 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 			continue
 		}
 		q, _ := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
+		fl := endpointFlags(t.u32(so + eFlags).Load())
 		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
 			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
-			Path: endpointPath(t.lay.poolKind, endpointFlags(t.u32(so+eFlags).Load()))}
+			Path: endpointPath(t.lay.poolKind, fl), Bridge: fl&flagBridge != 0}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
-		if ep.Kind == KindPublisher {
+		if ep.Bridge {
+			ti.Bridged++
+		} else if ep.Kind == KindPublisher {
 			ti.Publishers++
 		} else {
 			ti.Subscriptions++

@@ -26,6 +26,9 @@ type Loan struct {
 	dev  bool // the block is in the device pool
 	ptr  DevicePtr
 	done bool
+	// origin, when set (PublishAs), replaces the publisher's timestamp and
+	// GID in the published sample.
+	origin *Origin
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -267,7 +270,71 @@ func (l *Loan) publishEntered() error {
 			return fmt.Errorf("waiting for the device writes: %w", err)
 		}
 	}
-	return l.p.publish(l.n)
+	return l.p.publish(l.n, l.origin)
+}
+
+// Origin is where a message really comes from, for a publisher that
+// republishes it (the bridge daemon delivering a message from another
+// host): subscribers see this source timestamp and publisher GID in
+// MessageInfo instead of the republisher's.
+type Origin struct {
+	Timestamp time.Time
+	GID       GID
+}
+
+// PublishAs publishes the loan like Publish, stamped with o.
+func (l *Loan) PublishAs(o Origin) error {
+	l.origin = &o
+	return l.Publish()
+}
+
+// CopyIn copies src into the loan at byte offset off: a plain copy for a
+// host loan, a host-to-device copy for a device loan (synchronous: src may
+// be reused when it returns). For writers whose data is in host memory
+// but whose loan may be on the GPU (the bridge placing a message that came
+// from another host into the topic's pool).
+func (l *Loan) CopyIn(off int, src []byte) error {
+	if l.done {
+		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
+	}
+	if off < 0 || off > l.size || len(src) > l.size-off {
+		return fmt.Errorf("%w: %d bytes at offset %d of a %d-byte loan", ErrInvalid, len(src), off, l.size)
+	}
+	if !l.dev {
+		copy(l.data[off:], src)
+		return nil
+	}
+	if !l.p.enter() {
+		return ErrClosed
+	}
+	defer l.p.exit()
+	dev, err := l.p.t.d.GPU()
+	if err != nil {
+		return err
+	}
+	return dev.MemcpyHtoD(l.ptr+DevicePtr(off), src)
+}
+
+// Shrink reduces the size the loan will be published with to n bytes
+// (0 < n ≤ Size), for a writer that reserved an upper bound; the block
+// keeps its size until the sample is freed.
+func (l *Loan) Shrink(n int) error {
+	if l.done {
+		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
+	}
+	if n <= 0 || n > l.size {
+		return fmt.Errorf("%w: shrink a %d-byte loan to %d bytes", ErrInvalid, l.size, n)
+	}
+	if !l.p.enter() {
+		return ErrClosed
+	}
+	defer l.p.exit()
+	l.size = n
+	if l.data != nil {
+		l.data = l.data[:n:n]
+	}
+	l.p.t.u64(l.p.t.sampleOff(l.n) + sSize).Store(uint64(n))
+	return nil
 }
 
 // dropLoan returns a held sample (a loan that will not be published).
@@ -322,7 +389,7 @@ func (p *Publisher) noteData() {
 
 // publish queues held sample n for every matched subscription; the caller
 // has entered.
-func (p *Publisher) publish(n uint32) error {
+func (p *Publisher) publish(n uint32, origin *Origin) error {
 	t := p.t
 	so := t.slotOff(p.slot)
 	var deadline time.Time
@@ -390,15 +457,19 @@ func (p *Publisher) publish(n uint32) error {
 			return fmt.Errorf("%w: loan is not held by this publisher (reclaimed?)", ErrInvalid)
 		}
 		now := time.Now()
+		stamp, gid := now, p.gid
+		if origin != nil {
+			stamp, gid = origin.Timestamp, origin.GID
+		}
 		smp := t.sampleOff(n)
 		t.u64(smp + sSeq).Store(t.u64(so + eSeq).Add(1))
-		t.u64(smp + sStamp).Store(uint64(now.UnixNano()))
+		t.u64(smp + sStamp).Store(uint64(stamp.UnixNano()))
 		var exp int64
 		if p.qos.Lifespan > 0 {
 			exp = now.Add(p.qos.Lifespan).UnixNano()
 		}
 		t.u64(smp + sExpires).Store(uint64(exp))
-		copy(t.seg.Bytes(smp+sGID, 16), p.gid[:])
+		copy(t.seg.Bytes(smp+sGID, 16), gid[:])
 		t.u32(smp + sState).Store(uint32(samplePublished))
 		for _, pi := range peers {
 			t.pushRing(pi.slot, n, true)

@@ -177,6 +177,12 @@ func (s *Subscription) take() (*Sample, error) {
 	return smp, nil
 }
 
+// HostPool is the topic's host pool as this process maps it for reading
+// (read-only): every taken sample's Bytes lie inside it, at
+// MessageInfo.Offset. The bridge registers it once with its transport so
+// that samples are sent from where they lie. Valid until Close.
+func (s *Subscription) HostPool() []byte { return s.t.rpool }
+
 // Return gives the sample back; its block is freed when no other
 // subscription holds or queues it.
 func (smp *Sample) Return() error {
