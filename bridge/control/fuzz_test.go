@@ -1,0 +1,72 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// byteConn is a net.Conn that reads a fixed byte string: fuzzing through a
+// real socket would cost a connection per input for no extra coverage of
+// the parser.
+type byteConn struct{ r *bytes.Reader }
+
+func (c byteConn) Read(b []byte) (int, error)     { return c.r.Read(b) }
+func (byteConn) Write(b []byte) (int, error)      { return len(b), nil }
+func (byteConn) Close() error                     { return nil }
+func (byteConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (byteConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (byteConn) SetDeadline(time.Time) error      { return nil }
+func (byteConn) SetReadDeadline(time.Time) error  { return nil }
+func (byteConn) SetWriteDeadline(time.Time) error { return nil }
+
+// allocBound is what one Recv may allocate at most: a payload of MaxFrame,
+// the JSON checks and errors. A length field up to 4 GiB must not change it.
+const allocBound = MaxFrame + 256<<10
+
+// FuzzRecv reads frames from arbitrary bytes: Recv must never panic, must
+// return only frames that validate or the documented errors, and must not
+// allocate more than allocBound per frame whatever the header claims.
+func FuzzRecv(f *testing.F) {
+	f.Add(frame(16, `{"data":"x"}`))
+	f.Add(append(frame(byte(TypeHello), `{"version":1,"domain":0,"host_id":"a","name":"","nonce":"AAAA","features":null}`), frame(5, `{"seq":1,"unix_nano":2}`)...))
+	f.Add(header(Magic, 1, 16, 0, 0xffffffff))
+	f.Add(header(Magic, 1, 16, 0, MaxFrame))
+	f.Add(header(Magic, 2, 16, 0, 2))
+	f.Add([]byte("RGCP"))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add(frame(4, `{"code":"auth","reason":"x"}{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := NewConn(byteConn{bytes.NewReader(data)})
+		for frames := 0; ; frames++ {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			typ, payload, err := c.Recv()
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > allocBound {
+				t.Fatalf("one Recv allocated %d bytes (input %d bytes)", grew, len(data))
+			}
+			if err != nil {
+				if err != io.EOF && !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrVersion) {
+					t.Fatalf("undocumented error %v", err)
+				}
+				return
+			}
+			if typ == 0 || len(payload) > MaxFrame || checkObject(payload) != nil {
+				t.Fatalf("accepted frame type %d, %d bytes: %q", typ, len(payload), payload)
+			}
+			// Whatever Recv accepts, the strict decoders must survive.
+			var h Hello
+			_ = Decode(payload, &h)
+			var r Reject
+			_ = Decode(payload, &r)
+			if frames > len(data) {
+				t.Fatal("more frames than bytes")
+			}
+		}
+	})
+}
