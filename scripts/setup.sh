@@ -6,6 +6,7 @@
 #   its toolchain switching (GOTOOLCHAIN=auto) then fetches the exact Go
 #   version go.mod names through the Go module proxy.
 # - gcc: cgo (the race detector, and later libfabric and the rmw library).
+# - g++: the rmw library's C++ part (messages of C++ type supports) and its tests.
 set -euo pipefail
 
 need_apt=()
@@ -27,6 +28,7 @@ if ! have_go; then
 	export PATH=/usr/lib/go-1.23/bin:$PATH
 fi
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 { pkg-config --exists libfabric 2>/dev/null && dpkg -s libfabric-dev >/dev/null 2>&1; } || need_apt+=(libfabric-dev pkg-config)
 # iceoryx 2.0.3: RouDi and the C binding of `rgaps bench e2e`'s baseline (loaded at run time).
