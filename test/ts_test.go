@@ -93,6 +93,20 @@ func TestTS(t *testing.T) {
 	tsRun(t, cxx, append(append(append([]string{}, san...), objs...), k.cxProg+".o", "-o", k.cxProg)...)
 
 	t.Run("CSelftest", func(t *testing.T) { k.program(t, k.cProg, "selftest") })
+	t.Run("CThreads", func(t *testing.T) { k.program(t, k.cProg, "threads") })
+	t.Run("CThreadsTSan", func(t *testing.T) {
+		// the same program under ThreadSanitizer: the type cache and the
+		// per-thread error are race-free
+		tsan := []string{"-g", "-O1", "-fsanitize=thread"}
+		prog := filepath.Join(k.dir, "ts_c_test_tsan")
+		if out, err := exec.Command(cc, append(tsan, "-std=gnu11", "-c", filepath.Join(rmw, "ts_cdr.c"), "-o", prog+"_lib.o")...).CombinedOutput(); err != nil {
+			t.Skipf("no ThreadSanitizer: %v\n%s", err, out)
+		}
+		tsRun(t, cxx, append(tsan, "-c", filepath.Join(rmw, "ts_cxx.cpp"), "-o", prog+"_cxx.o")...)
+		tsRun(t, cc, append(tsan, "-std=gnu11", "-c", filepath.Join(rmw, "test", "ts_c_test.c"), "-o", prog+".o")...)
+		tsRun(t, cxx, append(tsan, prog+"_lib.o", prog+"_cxx.o", prog+".o", "-o", prog)...)
+		k.program(t, prog, "threads")
+	})
 	t.Run("CXXSelftest", func(t *testing.T) { k.program(t, k.cxProg, "selftest") })
 
 	vecs := tsVectors(t)
@@ -133,7 +147,8 @@ func (k *tsKit) program(t *testing.T, prog string, args ...string) {
 	if err != nil {
 		t.Fatalf("%s: %v", filepath.Base(prog), err)
 	}
-	if bytes.Contains(out, []byte("Sanitizer")) || bytes.Contains(out, []byte("runtime error")) {
+	if bytes.Contains(out, []byte("Sanitizer")) || bytes.Contains(out, []byte("runtime error")) ||
+		bytes.Contains(out, []byte("WARNING: ThreadSanitizer")) {
 		t.Fatal("sanitizer report")
 	}
 	if !bytes.HasSuffix(bytes.TrimSpace(out), []byte("OK")) {

@@ -6,12 +6,14 @@
  * not on others so that both ways of resizing run).
  *
  *   ts_c_test selftest      resolution, is_plain, bounds, hostile input
+ *   ts_c_test threads       concurrent resolution and serialisation
  *   ts_c_test vectors DIR   writes DIR/c_<name>.cdr for every vector and
  *                           checks the Go encoder's DIR/go_<name>.cdr (and
  *                           go_<name>_be.cdr) deserialise to the same values
  *
  * Exit status 0 only if every check passed. Built by test/ts_test.go.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1029,6 +1031,57 @@ static void test_resize_paths(void) {
   tu_pass("resize paths");
 }
 
+/* Threads resolving the same (not yet cached) types and serialising at
+ * once; each thread's last error stays its own. Run under ThreadSanitizer
+ * by the Go test. */
+static void *thread_main(void *arg) {
+  int id = (int)(intptr_t)arg;
+  long bad = 0;
+  for (int round = 0; round < 200; round++) {
+    const rgaps_ts *t = rgaps_ts_resolve(id % 2 ? &Nested_ts : &PoseArray_ts_c);
+    const rgaps_ts *img = rgaps_ts_resolve(&Image_ts);
+    if (!t || !img) {
+      bad++;
+      continue;
+    }
+    void *m = tu_new_msg(t);
+    if (id % 2)
+      Nested_fill(m);
+    else
+      PoseArray_fill(m);
+    size_t n = 0;
+    unsigned char *b = tu_serialize(t, m, &n);
+    void *back = tu_new_msg(t);
+    if (!b || rgaps_ts_deserialize(t, b, n, back) != 0 ||
+        !(id % 2 ? Nested_check(back) : PoseArray_check(back)))
+      bad++;
+    /* an error of this thread's own: a buffer id + 5 bytes short */
+    size_t used;
+    if (b && (rgaps_ts_serialize(t, m, b, n > (size_t)id + 5 ? n - id - 5 : 0, &used) != RGAPS_TS_ERROR ||
+              used != n))
+      bad++;
+    char want[64];
+    snprintf(want, sizeof want, "buffer of %zu bytes", n > (size_t)id + 5 ? n - id - 5 : 0);
+    if (!strstr(rgaps_ts_last_error(), want)) bad++;
+    free(b);
+    tu_free_msg(t, back);
+    tu_free_msg(t, m);
+  }
+  return (void *)bad;
+}
+
+static void test_threads(void) {
+  pthread_t th[8];
+  for (int i = 0; i < 8; i++) CHECK(pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i) == 0);
+  for (int i = 0; i < 8; i++) {
+    void *bad = NULL;
+    pthread_join(th[i], &bad);
+    CHECK(bad == NULL);
+  }
+  CHECK(rgaps_ts_resolve(&Nested_ts) == rgaps_ts_resolve(&Nested_ts));
+  tu_pass("threads");
+}
+
 /* ---------------------------------------------------------------- vectors */
 
 typedef struct vector {
@@ -1135,10 +1188,12 @@ int main(int argc, char **argv) {
     test_plain();
     test_alltypes_hostile();
     test_resize_paths();
+  } else if (argc >= 2 && strcmp(argv[1], "threads") == 0) {
+    test_threads();
   } else if (argc >= 3 && strcmp(argv[1], "vectors") == 0) {
     run_vectors(argv[2], "c");
   } else {
-    fprintf(stderr, "usage: %s selftest | vectors DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s selftest | threads | vectors DIR\n", argv[0]);
     return 2;
   }
   if (tu_failures) {
