@@ -49,7 +49,9 @@ func runBench(args []string) error {
 		return runBenchLocal(args[1:])
 	case "gpu":
 		return runBenchGPU(args[1:])
-	case "bridge", "e2e":
+	case "e2e":
+		return runBenchE2E(args[1:])
+	case "bridge":
 		return fmt.Errorf("bench %s: not available in this build", args[0])
 	case "-h", "-help", "--help", "help":
 		benchUsage()

@@ -302,12 +302,15 @@ func InitRuntime(name string) error {
 }
 
 // ShutdownRuntime unregisters the process from RouDi; publishers and
-// subscribers must be closed first.
+// subscribers must be closed first. It also removes the runtime's socket
+// and lock files (/tmp/NAME, /tmp/NAME.lock): iceoryx removes them in
+// C++ destructors that a Go program's exit never runs.
 func ShutdownRuntime() {
 	runtime.mu.Lock()
 	defer runtime.mu.Unlock()
 	if runtime.name != "" {
 		C.rgi_runtime_shutdown()
+		removeRuntimeFiles(runtime.name)
 		runtime.name = ""
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,18 +232,53 @@ func (r *RouDi) Stop() error {
 	}()
 	select {
 	case <-r.exited:
+		removeRouDiFiles()
 		return fmt.Errorf("iox-roudi had exited (%v): %s", r.err, r.out.String())
 	default:
 	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.exited:
+		removeRouDiFiles()
 		return nil
 	case <-time.After(10 * time.Second):
 		r.cmd.Process.Kill()
 		<-r.exited
+		removeRouDiFiles()
 		return fmt.Errorf("iox-roudi did not stop on SIGTERM; killed: %s", r.out.String())
 	}
+}
+
+// iceoryx 2.0 keeps its sockets in /tmp (uds prefix) and its segments in
+// /dev/shm: the management segment and one payload segment named after
+// the user.
+const udsDir = "/tmp"
+
+// removeRouDiFiles removes what a RouDi of ours leaves when it stopped
+// while processes registered with it were killed (still under the machine
+// lock, so no other RouDi of rgaps owns them).
+func removeRouDiFiles() {
+	files := []string{filepath.Join(udsDir, "roudi"), filepath.Join(udsDir, "roudi.lock"),
+		filepath.Join(udsDir, "iox-unique-roudi.lock"), "/dev/shm/iceoryx_mgmt"}
+	if u, err := user.Current(); err == nil && u.Username != "" && !strings.ContainsAny(u.Username, "/.") {
+		files = append(files, "/dev/shm/"+u.Username)
+	}
+	for _, f := range files {
+		os.Remove(f)
+	}
+}
+
+// RemoveRuntimeFiles removes the socket and lock file of the runtime
+// name of a process that was killed (ShutdownRuntime does it for the
+// process itself).
+func RemoveRuntimeFiles(name string) { removeRuntimeFiles(name) }
+
+func removeRuntimeFiles(name string) {
+	if name == "" || strings.ContainsAny(name, "/") {
+		return
+	}
+	os.Remove(filepath.Join(udsDir, name))
+	os.Remove(filepath.Join(udsDir, name+".lock"))
 }
 
 // Output is the end of what RouDi printed.

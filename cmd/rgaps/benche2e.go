@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benche2e"
+)
+
+func init() {
+	register(benche2e.ChildCommand, "(internal) child process of `rgaps bench e2e`", benche2e.ChildMain)
+}
+
+// runBenchE2E is `rgaps bench e2e [flags]`: the thesis' end-to-end
+// measurement (Figure 4.6) with its baseline and the serial lower bound;
+// Markdown on stdout, a progress bar on stderr. ^C stops it cleanly (child
+// processes and RouDi ended, namespaces removed).
+func runBenchE2E(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return benche2e.Command(ctx, args, os.Stdout, os.Stderr)
+}

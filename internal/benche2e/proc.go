@@ -1,0 +1,226 @@
+package benche2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
+)
+
+// Processes of a system talk to the harness over a SOCK_STREAM socket
+// pair (fd 3 in the child): frames of JSON (benchutil.WriteFrame), one
+// reply per request. Every reply type embeds failure.
+
+const (
+	ctlFD    = 3
+	maxFrame = 1 << 20
+)
+
+// failure is the error field every reply carries ("" : success).
+type failure struct {
+	Err string `json:"err,omitempty"`
+}
+
+func (f failure) Failure() string { return f.Err }
+
+func fail(err error) failure {
+	if err == nil {
+		return failure{}
+	}
+	return failure{Err: err.Error()}
+}
+
+// proc is one child process, seen from the harness.
+type proc struct {
+	name   string
+	cmd    *osexec.Cmd
+	ctl    benchutil.FD
+	stderr *tailBuf
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
+}
+
+// startProc starts role on host h as a child with its control socket.
+func startProc(env *Env, h Host, name, role string, args ...string) (*proc, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), name+"-control")
+	defer child.Close()
+	to := env.PeerTimeout
+	if to <= 0 {
+		to = 2 * time.Minute
+	}
+	tv := syscall.NsecToTimeval(to.Nanoseconds())
+	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	cmd := env.Command(h, role, args...)
+	cmd.ExtraFiles = []*os.File{child}
+	p := &proc{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &tailBuf{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
+	// Own process group (a terminal's ^C reaches the harness alone, which
+	// stops the children); a harness killed outright takes them along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		syscall.Close(fds[0])
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// call sends req and reads the reply into rep (which embeds failure).
+func (p *proc) call(req any, rep benchutil.Reply) error {
+	if err := p.send(req); err != nil {
+		return err
+	}
+	return p.recv(rep)
+}
+
+func (p *proc) send(req any) error {
+	if err := benchutil.WriteFrame(p.ctl, req); err != nil {
+		return p.wrap(err)
+	}
+	return nil
+}
+
+func (p *proc) recv(rep benchutil.Reply) error {
+	if err := benchutil.ReadFrame(p.ctl, rep, maxFrame); err != nil {
+		return p.wrap(err)
+	}
+	if msg := rep.Failure(); msg != "" {
+		return fmt.Errorf("%s: %s", p.name, msg)
+	}
+	return nil
+}
+
+// wrap names the process in err and adds how it exited and the end of
+// what it printed.
+func (p *proc) wrap(err error) error {
+	select {
+	case <-p.exited:
+	case <-time.After(300 * time.Millisecond):
+	}
+	msg := fmt.Sprintf("%s (pid %d): %v", p.name, p.cmd.Process.Pid, err)
+	select {
+	case <-p.exited:
+		msg += fmt.Sprintf("; it exited (%v)", p.err)
+	default:
+	}
+	if s := strings.TrimSpace(p.stderr.String()); s != "" {
+		msg += "; its output: " + s
+	}
+	return errors.New(msg)
+}
+
+// stop closes the control socket (the child's cue to clean up and exit)
+// and waits up to wait; a child still there is killed (an error).
+func (p *proc) stop(wait time.Duration) error {
+	syscall.Close(int(p.ctl))
+	select {
+	case <-p.exited:
+	case <-time.After(wait):
+		p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not exit within %v; killed; its output: %s", p.name, wait, p.stderr.String())
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s: exit: %v; its output: %s", p.name, p.err, strings.TrimSpace(p.stderr.String()))
+	}
+	return nil
+}
+
+// kill ends the child at once (after a failure).
+func (p *proc) kill() {
+	syscall.Close(int(p.ctl))
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// stopAll stops procs (all at once, so their exits overlap) and joins
+// their errors.
+func stopAll(procs []*proc, wait time.Duration, failed bool) error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		if p == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if failed {
+				p.kill()
+				return
+			}
+			if err := p.stop(wait); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// tailBuf keeps the last 8 KiB written to it.
+type tailBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (t *tailBuf) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if t.b.Len() > 8<<10 {
+		t.b.Next(t.b.Len() - 8<<10)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuf) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
+
+// childControl is a child's side: it ignores SIGINT and SIGTERM (the
+// harness stops it) and returns its control socket, blocking.
+func childControl() (benchutil.FD, error) {
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return 0, fmt.Errorf("fd %d is not a socket: this command is run by `rgaps bench e2e` only", ctlFD)
+	}
+	if err := syscall.SetNonblock(ctlFD, false); err != nil {
+		return 0, err
+	}
+	return benchutil.FD(ctlFD), nil
+}
+
+// serve answers requests on ctl until the harness closes it. handle
+// returns the reply to send (nil: it answered itself).
+func serve[R any](ctl benchutil.FD, handle func(req R) any) error {
+	return benchutil.Serve(ctl, maxFrame, func(req R) (bool, error) {
+		rep := handle(req)
+		if rep == nil {
+			return false, nil
+		}
+		return false, benchutil.WriteFrame(ctl, rep)
+	})
+}
