@@ -18,6 +18,7 @@ var unsafeOwners = map[string]bool{
 	"internal/cuda":           true,
 	"cmd/librgaps":            true, // a c-shared library exports through import "C"
 	"bridge/transport/fabric": true, // binds libfabric: contexts and buffers in C memory
+	"rmw":                     true, // librmw_rgaps: the rmw C ABI over the engine
 	"internal/iceoryx":        true, // binds iceoryx (dlopen): chunks in shared memory
 }
 

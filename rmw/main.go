@@ -1,0 +1,259 @@
+// Command rmw is librmw_rgaps.so: the ROS 2 rmw interface (Jazzy) over the
+// rmw_rgaps engine, built as a C shared library:
+//
+//	go build -buildmode=c-shared -o build/librmw_rgaps.so ./rmw
+//
+// rmw_implementation dlopens it when RMW_IMPLEMENTATION=rmw_rgaps. The
+// library is never unloaded: for -buildmode=c-shared Go's linker marks it
+// -z nodelete itself.
+//
+// The split between the halves:
+//   - rmw.c defines every rmw_* function with the exact prototype of the
+//     rmw headers (include/rgaps_rmw_abi.h, or the real headers with
+//     -DRGAPS_USE_ROS_HEADERS). It checks arguments and implementation
+//     identifiers, allocates the handles rcl sees with the context's
+//     allocator, serialises and deserialises messages with the type
+//     support library (ts.h) directly into and out of the engine's shared
+//     pool, and keeps the thread-local error state.
+//   - The Go files (this package) own the engine objects: contexts, nodes,
+//     publishers, subscriptions, loans and taken samples, wait sets, graph
+//     queries, events and new-data callbacks. They are exported as
+//     rgapsgo_* functions, private to the library.
+//
+// Rules this package keeps: C never holds a Go pointer (handles are
+// integers of the registry below); every exported function recovers from
+// panics and returns a code; errors are reported on the calling thread
+// (Go runs a call from C on the caller's thread).
+package main
+
+/*
+#cgo CFLAGS: -O2 -Wall -std=gnu11
+#cgo CXXFLAGS: -O2 -Wall -std=c++17
+#include <stdlib.h>
+#include "rmw_impl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+
+	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+func main() {}
+
+// rmw return codes.
+const (
+	retOK           = C.int(C.RMW_RET_OK)
+	retError        = C.int(C.RMW_RET_ERROR)
+	retTimeout      = C.int(C.RMW_RET_TIMEOUT)
+	retUnsupported  = C.int(C.RMW_RET_UNSUPPORTED)
+	retBadAlloc     = C.int(C.RMW_RET_BAD_ALLOC)
+	retInvalid      = C.int(C.RMW_RET_INVALID_ARGUMENT)
+	retNodeNotExist = C.int(C.RMW_RET_NODE_NAME_NON_EXISTENT)
+)
+
+// ---- handles ----------------------------------------------------------------
+
+// registry maps the integers C holds to Go objects. Unlike cgo.Handle, a
+// stale or foreign integer is reported (nil), not a panic.
+var registry struct {
+	mu   sync.RWMutex
+	next uintptr
+	objs map[uintptr]any
+}
+
+func put(v any) C.uintptr_t {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if registry.objs == nil {
+		registry.objs = map[uintptr]any{}
+	}
+	registry.next++
+	registry.objs[registry.next] = v
+	return C.uintptr_t(registry.next)
+}
+
+func get[T any](h C.uintptr_t) T {
+	registry.mu.RLock()
+	v, _ := registry.objs[uintptr(h)].(T)
+	registry.mu.RUnlock()
+	return v
+}
+
+func drop(h C.uintptr_t) {
+	registry.mu.Lock()
+	delete(registry.objs, uintptr(h))
+	registry.mu.Unlock()
+}
+
+// ---- errors -----------------------------------------------------------------
+
+// setError stores msg as the calling thread's rmw error (rmw.c: the
+// thread-local copy and, where rcutils is loaded, rcutils' error state).
+func setError(msg string) {
+	cs := C.CString("rmw_rgaps: " + msg)
+	C.rgaps_set_error(cs)
+	C.free(unsafe.Pointer(cs))
+}
+
+func fail(rc C.int, format string, args ...any) C.int {
+	setError(fmt.Sprintf(format, args...))
+	return rc
+}
+
+// codeOf maps an engine error to an rmw code and reports it.
+func report(what string, err error) C.int {
+	if err == nil {
+		return retOK
+	}
+	rc := retError
+	switch {
+	case errors.Is(err, zerocopy.ErrInvalid), errors.Is(err, zerocopy.ErrTypeMismatch):
+		rc = retInvalid
+	case errors.Is(err, zerocopy.ErrTimeout):
+		rc = retTimeout
+	case errors.Is(err, zerocopy.ErrNotSupported):
+		rc = retUnsupported
+	}
+	return fail(rc, "%s: %v", what, err)
+}
+
+// recoverTo is deferred by every exported function: a panic is a bug,
+// reported as RMW_RET_ERROR with its stack on stderr, never a crash of the
+// ROS process.
+func recoverTo(rc *C.int) {
+	if r := recover(); r != nil {
+		fmt.Fprintf(os.Stderr, "rmw_rgaps: internal error: %v\n%s", r, debug.Stack())
+		*rc = fail(retError, "internal error (please report): %v", r)
+	}
+}
+
+// ---- context ----------------------------------------------------------------
+
+type context struct {
+	c *rgaps.Context
+
+	mu   sync.Mutex
+	gids map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
+}
+
+func (c *context) local(g zerocopy.GID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gids[g]
+}
+
+//export rgapsgo_init
+func rgapsgo_init(domain C.size_t, out *C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	var d uint32
+	if uint64(domain) != ^uint64(0) { // RMW_DEFAULT_DOMAIN_ID: rcl read no ROS_DOMAIN_ID
+		if uint64(domain) > 232 {
+			return fail(retInvalid, "domain id %d out of range (0-232)", uint64(domain))
+		}
+		d = uint32(domain)
+	}
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &d})
+	if err != nil {
+		return report("joining the domain", err)
+	}
+	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}})
+	return retOK
+}
+
+//export rgapsgo_context_close
+func rgapsgo_context_close(h C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	c := get[*context](h)
+	if c == nil {
+		return fail(retError, "context already finalised")
+	}
+	drop(h)
+	if err := c.c.Close(); err != nil {
+		return report("closing the context", err)
+	}
+	return retOK
+}
+
+// ---- nodes ------------------------------------------------------------------
+
+type node struct {
+	ctx   *context
+	n     *rgaps.Node
+	graph *zerocopy.GraphCondition
+}
+
+//export rgapsgo_node_create
+func rgapsgo_node_create(ctxh C.uintptr_t, name, ns *C.char, out, graph *C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	c := get[*context](ctxh)
+	if c == nil {
+		return fail(retError, "context is shut down")
+	}
+	n, err := c.c.NewNode(C.GoString(name), C.GoString(ns))
+	if err != nil {
+		return report("creating the node", err)
+	}
+	nd := &node{ctx: c, n: n, graph: c.c.Engine().NewGraphCondition()}
+	*out = put(nd)
+	*graph = put(nd.graph)
+	return retOK
+}
+
+//export rgapsgo_node_destroy
+func rgapsgo_node_destroy(h, graph C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	nd := get[*node](h)
+	if nd == nil {
+		return fail(retError, "node already destroyed")
+	}
+	drop(h)
+	drop(graph)
+	if err := nd.n.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
+		return report("destroying the node", err)
+	}
+	return retOK
+}
+
+// ---- guard conditions ---------------------------------------------------------
+
+//export rgapsgo_gc_create
+func rgapsgo_gc_create(ctxh C.uintptr_t, out *C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	c := get[*context](ctxh)
+	if c == nil {
+		return fail(retError, "context is shut down")
+	}
+	*out = put(c.c.NewGuardCondition())
+	return retOK
+}
+
+//export rgapsgo_gc_trigger
+func rgapsgo_gc_trigger(h C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	g := get[*zerocopy.GuardCondition](h)
+	if g == nil {
+		return fail(retInvalid, "guard condition destroyed")
+	}
+	g.Trigger()
+	return retOK
+}
+
+//export rgapsgo_gc_destroy
+func rgapsgo_gc_destroy(h C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	g := get[*zerocopy.GuardCondition](h)
+	if g == nil {
+		return fail(retInvalid, "guard condition already destroyed")
+	}
+	drop(h)
+	g.Close()
+	return retOK
+}

@@ -1,0 +1,140 @@
+/*
+ * Private declarations of librmw_rgaps shared by the C half (rmw.c) and the
+ * Go half (the cgo preamble of the Go files). Only declarations and type
+ * definitions: cgo includes this in more than one translation unit.
+ *
+ * Every handle rcl sees (rmw_node_t, rmw_publisher_t, ...) lives in C memory
+ * allocated with the context's allocator; its `data` points at one of the
+ * structs below (also C memory), which holds the cgo.Handle (an integer) of
+ * the Go state. No Go pointer is ever stored in C memory.
+ */
+#ifndef RGAPS_RMW_IMPL_H
+#define RGAPS_RMW_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/rgaps_rmw_abi.h"
+#include "ts.h"
+
+#define RGAPS_IDENTIFIER "rmw_rgaps"
+#define RGAPS_SERIALIZATION_FORMAT "cdr"
+
+/* Magic numbers of the data structs: a cheap check that `data` is ours. */
+#define RGAPS_MAGIC_CTX 0x52474358u  /* RGCX */
+#define RGAPS_MAGIC_NODE 0x52474e44u /* RGND */
+#define RGAPS_MAGIC_PUB 0x52475042u  /* RGPB */
+#define RGAPS_MAGIC_SUB 0x52475342u  /* RGSB */
+#define RGAPS_MAGIC_GC 0x52474743u   /* RGGC */
+#define RGAPS_MAGIC_WS 0x52475753u   /* RGWS */
+#define RGAPS_MAGIC_SRV 0x52475356u  /* RGSV */
+#define RGAPS_MAGIC_CLI 0x5247434cu  /* RGCL */
+#define RGAPS_MAGIC_EV 0x52474556u   /* RGEV */
+#define RGAPS_MAGIC_DEAD 0xdeaddeadu
+
+/* Payload layouts on a topic (what the engine carries):
+ *   message:  [4 reserved bytes][CDR: 4-byte encapsulation header, body]
+ *   service:  [16-byte writer GID][int64 sequence][4 reserved][CDR ...]
+ * The reserved bytes put the CDR body at offset 8 (or 32) of the pool block,
+ * which is 64-byte aligned, so a plain message's memory layout is its CDR
+ * layout in place (loans). */
+#define RGAPS_MSG_PREFIX 4u
+#define RGAPS_SRV_PREFIX 28u
+#define RGAPS_CDR_HEADER 4u
+
+/* rmw_context_t.impl */
+struct rmw_context_impl_s {
+	uint32_t magic;
+	int is_shutdown;
+	uintptr_t go; /* context state */
+};
+
+/* Guard condition kinds. */
+#define RGAPS_GC_USER 1
+#define RGAPS_GC_GRAPH 2
+
+/* rmw_guard_condition_t.data */
+typedef struct rgaps_gc {
+	uint32_t magic;
+	int kind;
+	uintptr_t go;
+	rcutils_allocator_t alloc; /* what the handle was allocated with (user kind) */
+} rgaps_gc;
+
+/* rmw_node_t.data */
+typedef struct rgaps_node {
+	uint32_t magic;
+	uintptr_t go;
+	rmw_guard_condition_t graph_gc; /* the node's graph guard condition */
+	rgaps_gc graph;
+} rgaps_node;
+
+/* rmw_publisher_t.data */
+typedef struct rgaps_pub {
+	uint32_t magic;
+	uintptr_t go;
+	const rgaps_ts *ts;
+	rmw_qos_profile_t qos; /* actual QoS */
+	uint8_t gid[RMW_GID_STORAGE_SIZE];
+	int plain;
+} rgaps_pub;
+
+/* rmw_subscription_t.data */
+typedef struct rgaps_sub {
+	uint32_t magic;
+	uintptr_t go;
+	const rgaps_ts *ts;
+	rmw_qos_profile_t qos;
+	uint8_t gid[RMW_GID_STORAGE_SIZE];
+	int plain;
+} rgaps_sub;
+
+/* rmw_client_t.data: a request publisher and a response subscription. */
+typedef struct rgaps_cli {
+	uint32_t magic;
+	uintptr_t go;  /* client state (owns both endpoints) */
+	uintptr_t pub; /* request publisher state */
+	uintptr_t sub; /* response subscription state */
+	const rgaps_ts *req, *resp;
+	rmw_qos_profile_t req_qos, resp_qos;
+	uint8_t gid[RMW_GID_STORAGE_SIZE];
+	int64_t next_seq;
+} rgaps_cli;
+
+/* rmw_service_t.data: a request subscription and a response publisher. */
+typedef struct rgaps_srv {
+	uint32_t magic;
+	uintptr_t go;
+	uintptr_t pub; /* response publisher state */
+	uintptr_t sub; /* request subscription state */
+	const rgaps_ts *req, *resp;
+	rmw_qos_profile_t req_qos, resp_qos;
+} rgaps_srv;
+
+/* rmw_wait_set_t.data */
+typedef struct rgaps_ws {
+	uint32_t magic;
+	size_t max_conditions;
+	rcutils_allocator_t alloc;
+	rmw_guard_conditions_t gcs; /* rmw_wait_set_t.guard_conditions points here */
+} rgaps_ws;
+
+/* rmw_event_t.data */
+typedef struct rgaps_ev {
+	uint32_t magic;
+	uintptr_t go;
+} rgaps_ev;
+
+/* Helpers of the C half that the Go half calls (hidden: not exported). */
+#define RGAPS_HIDDEN __attribute__((visibility("hidden")))
+RGAPS_HIDDEN void rgaps_set_error(const char *msg);
+RGAPS_HIDDEN void *rgaps_alloc(const rcutils_allocator_t *a, size_t n);
+RGAPS_HIDDEN void rgaps_free(const rcutils_allocator_t *a, void *p);
+RGAPS_HIDDEN char *rgaps_strndup(const rcutils_allocator_t *a, const char *s, size_t n);
+RGAPS_HIDDEN int rgaps_allocator_valid(const rcutils_allocator_t *a);
+RGAPS_HIDDEN rmw_ret_t rgaps_string_array_init(rcutils_string_array_t *arr, size_t n,
+	const rcutils_allocator_t *a);
+RGAPS_HIDDEN void rgaps_string_array_fini(rcutils_string_array_t *arr);
+RGAPS_HIDDEN void rgaps_call_event_callback(uintptr_t cb, uintptr_t user_data, size_t n);
+
+#endif /* RGAPS_RMW_IMPL_H */

@@ -1,0 +1,104 @@
+package main
+
+/*
+#include "rmw_impl.h"
+*/
+import "C"
+
+import (
+	"errors"
+
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
+)
+
+// A service is a pair of topics (the engine has none): requests on
+// reqPrefix+service, responses on respPrefix+service. Each payload starts
+// with the request id, 16 bytes of the client's GID (its request
+// publisher's) and the client's int64 sequence number; a client takes only
+// the responses that carry its GID. rmw.c writes and reads the ids; this
+// file creates and destroys the endpoint pairs.
+
+// endpointPair is a client's or a service's publisher and subscription.
+type endpointPair struct {
+	pub *publisher
+	sub *subscription
+}
+
+func (e *endpointPair) close() error {
+	return errors.Join(e.pub.close(), e.sub.close())
+}
+
+func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic string, pubType, subType string,
+	pubQoS, subQoS *C.rmw_qos_profile_t) (*endpointPair, error) {
+	pub, err := newPublisher(nd, pubTopic, pubType, pubQoS)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := newSubscription(nd, subTopic, subType, subQoS, false)
+	if err != nil {
+		pub.close()
+		return nil, err
+	}
+	return &endpointPair{pub: pub, sub: sub}, nil
+}
+
+// rgapsgo_service_pair creates a client's (client != 0) or a service's
+// endpoints. reqQoS and respQoS both start as the QoS asked for and come
+// back as the actual QoS of the request and response endpoints.
+//
+//export rgapsgo_service_pair
+func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, respType *C.char,
+	reqQoS, respQoS *C.rmw_qos_profile_t, gid *C.uint8_t, out, pub, sub *C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	nd := get[*node](nodeh)
+	if nd == nil {
+		return fail(retError, "node destroyed")
+	}
+	name := C.GoString(service)
+	full, err := names.ExpandTopicName(name, nd.n.Name(), nd.n.Namespace())
+	if err == nil {
+		err = names.ValidateFullTopicName(full)
+	}
+	if err != nil {
+		return fail(retInvalid, "service name %q: %v", name, err)
+	}
+	rq, rs := C.GoString(reqType), C.GoString(respType)
+	var p *endpointPair
+	if client != 0 {
+		p, err = newPair(nd, full, rq, rs, reqPrefix+full, respPrefix+full, rq, rs, reqQoS, respQoS)
+	} else {
+		p, err = newPair(nd, full, rq, rs, respPrefix+full, reqPrefix+full, rs, rq, respQoS, reqQoS)
+	}
+	if err != nil {
+		return report("creating the service endpoints", err)
+	}
+	putGID(p.pub.p.GID(), gid)
+	*out = put(p)
+	*pub = put(p.pub)
+	*sub = put(p.sub)
+	return retOK
+}
+
+//export rgapsgo_service_pair_destroy
+func rgapsgo_service_pair_destroy(h, pub, sub C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	p := get[*endpointPair](h)
+	if p == nil {
+		return fail(retError, "already destroyed")
+	}
+	drop(h)
+	drop(pub)
+	drop(sub)
+	return report("destroying the service endpoints", p.close())
+}
+
+//export rgapsgo_service_available
+func rgapsgo_service_available(h C.uintptr_t, out *C.bool) (rc C.int) {
+	defer recoverTo(&rc)
+	p := get[*endpointPair](h)
+	if p == nil {
+		return fail(retError, "client destroyed")
+	}
+	*out = C.bool(p.pub.p.Matched() > 0 && p.sub.s.Matched() > 0)
+	return retOK
+}

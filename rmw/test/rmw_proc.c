@@ -1,0 +1,289 @@
+/*
+ * rmw_proc — librmw_rgaps across processes. One program, several roles,
+ * started by the Go test (test/rmw_test.go):
+ *
+ *   rmw_proc peer       node /peer_ns/peer_node: publishes Chat on
+ *                       /peer_ns/chatter every 20 ms and serves
+ *                       /peer_ns/add_two_ints until a request with a == -1
+ *                       (or stdin closes); prints READY once set up
+ *   rmw_proc observer   finds the peer through the graph (node, topic,
+ *                       type, endpoint info, service), receives its
+ *                       messages, calls its service, tells it to stop and
+ *                       sees its node leave the graph
+ *   rmw_proc loan_pub   publishes one loaned Plain on /loans once matched,
+ *                       prints PUBLISHED, stays until stdin closes
+ *   rmw_proc loan_hold  takes that message as a loan and holds it: prints
+ *                       HOLDING and waits to be killed
+ *
+ * Each role prints PASS/FAIL lines and exits 0 only without failures.
+ */
+#include <poll.h>
+#include <unistd.h>
+
+#include "rmw_harness.h"
+
+static rmw_context_t ctx;
+static rmw_init_options_t opts;
+static rmw_wait_set_t *ws;
+static const rmw_publisher_options_t po = {NULL, RMW_UNIQUE_NETWORK_FLOW_ENDPOINTS_NOT_REQUIRED};
+static const rmw_subscription_options_t so = {NULL, false, RMW_UNIQUE_NETWORK_FLOW_ENDPOINTS_NOT_REQUIRED, NULL};
+
+static int stdin_closed(void)
+{
+	struct pollfd p = {0, POLLIN, 0};
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	char buf[64];
+	return read(0, buf, sizeof buf) <= 0;
+}
+
+static int peer(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "peer_node", "/peer_ns");
+	MUST(n != NULL);
+	rmw_publisher_t *p = rmw_create_publisher(n, &Chat_ts, "/peer_ns/chatter", &h_qos_default, &po);
+	rmw_service_t *sv = rmw_create_service(n, &AddTwoInts_ts, "add_two_ints", &h_qos_default);
+	MUST(p && sv);
+	printf("READY\n");
+	fflush(stdout);
+	Chat m;
+	Chat_init(&m, 0);
+	int stop = 0, i = 0, served = 0;
+	while (!stop && !stdin_closed()) {
+		chat_set(&m, i, "from the peer", (size_t)(i % 50));
+		CHECK_RC(rmw_publish(p, &m, NULL), RMW_RET_OK);
+		i++;
+		void *sa[1] = {sv->data};
+		rmw_services_t svs = {1, sa};
+		rmw_time_t t = {0, 20000000};
+		if (rmw_wait(NULL, NULL, &svs, NULL, NULL, ws, &t) != RMW_RET_OK)
+			continue;
+		for (;;) {
+			AddTwoInts_Request rq;
+			rmw_service_info_t hdr;
+			bool taken = false;
+			CHECK_RC(rmw_take_request(sv, &hdr, &rq, &taken), RMW_RET_OK);
+			if (!taken)
+				break;
+			if (rq.a == -1) {
+				stop = 1;
+				continue;
+			}
+			AddTwoInts_Response rs = {rq.a + rq.b};
+			CHECK_RC(rmw_send_response(sv, &hdr.request_id, &rs), RMW_RET_OK);
+			served++;
+		}
+	}
+	CHECK(served >= 3);
+	Chat_fini(&m);
+	CHECK_RC(rmw_destroy_service(n, sv), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(n, p), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	h_pass("peer");
+	return 0;
+}
+
+/* node_present reads the graph once. */
+static int node_present(rmw_node_t *n, const char *name, const char *ns)
+{
+	rcutils_string_array_t names = {0, NULL, {0}}, nss = {0, NULL, {0}};
+	if (rmw_get_node_names(n, &names, &nss) != RMW_RET_OK)
+		return -1;
+	int found = 0;
+	for (size_t i = 0; i < names.size; i++)
+		if (strcmp(names.data[i], name) == 0 && strcmp(nss.data[i], ns) == 0)
+			found = 1;
+	h_string_array_fini(&names);
+	h_string_array_fini(&nss);
+	return found;
+}
+
+/* wait_graph blocks on n's graph guard condition until cond holds. */
+#define WAIT_GRAPH(n, cond, ms)                                                           \
+	({                                                                                \
+		const rmw_guard_condition_t *g_ = rmw_node_get_graph_guard_condition(n); \
+		int64_t end_ = h_now_ns() + (int64_t)(ms) * 1000000LL;                    \
+		int ok_ = 0;                                                              \
+		while (!(ok_ = (cond)) && h_now_ns() < end_) {                            \
+			void *ga_[1] = {g_->data};                                        \
+			rmw_guard_conditions_t gcs_ = {1, ga_};                           \
+			rmw_time_t t_ = {0, 100000000};                                   \
+			rmw_wait(NULL, &gcs_, NULL, NULL, NULL, ws, &t_);                 \
+		}                                                                         \
+		ok_;                                                                      \
+	})
+
+static int topic_has_type(rmw_node_t *n, const char *topic, const char *type)
+{
+	rcutils_allocator_t a = h_allocator();
+	rmw_names_and_types_t nt;
+	memset(&nt, 0, sizeof nt);
+	if (rmw_get_topic_names_and_types(n, &a, false, &nt) != RMW_RET_OK)
+		return 0;
+	int i = h_index_of(&nt.names, topic), ok = i >= 0 && h_has_string(&nt.types[i], type);
+	h_names_and_types_fini(&nt);
+	return ok;
+}
+
+static int observer(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "observer", "/");
+	MUST(n != NULL);
+	CHECK(WAIT_GRAPH(n, node_present(n, "peer_node", "/peer_ns") == 1, 10000));
+	CHECK(WAIT_GRAPH(n, topic_has_type(n, "/peer_ns/chatter", "rgaps_test/msg/Chat"), 5000));
+	size_t cnt = 0;
+	CHECK_RC(rmw_count_publishers(n, "/peer_ns/chatter", &cnt), RMW_RET_OK);
+	CHECK(cnt == 1);
+	/* the peer creates its service after its publisher */
+	CHECK(WAIT_GRAPH(n, rmw_count_services(n, "/peer_ns/add_two_ints", &cnt) == RMW_RET_OK && cnt == 1, 5000));
+	rcutils_allocator_t a = h_allocator();
+	rmw_topic_endpoint_info_array_t eia = {0, NULL};
+	CHECK_RC(rmw_get_publishers_info_by_topic(n, &a, "/peer_ns/chatter", false, &eia), RMW_RET_OK);
+	CHECK(eia.size == 1 && strcmp(eia.info_array[0].node_name, "peer_node") == 0 &&
+	      strcmp(eia.info_array[0].node_namespace, "/peer_ns") == 0);
+	h_endpoint_info_fini(&eia, &a);
+	rmw_names_and_types_t nt;
+	memset(&nt, 0, sizeof nt);
+	CHECK_RC(rmw_get_service_names_and_types_by_node(n, &a, "peer_node", "/peer_ns", &nt), RMW_RET_OK);
+	CHECK(nt.names.size == 1 && h_has_string(&nt.names, "/peer_ns/add_two_ints") &&
+	      h_has_string(&nt.types[0], "rgaps_test/srv/AddTwoInts"));
+	h_names_and_types_fini(&nt);
+	h_pass("graph_seen_from_another_process");
+
+	/* messages from the peer */
+	rmw_subscription_t *s = rmw_create_subscription(n, &Chat_ts, "/peer_ns/chatter", &h_qos_default, &so);
+	MUST(s != NULL);
+	int got = 0;
+	int64_t end = h_now_ns() + 10000000000LL;
+	Chat m;
+	Chat_init(&m, 0);
+	int32_t last = -1;
+	while (got < 5 && h_now_ns() < end) {
+		if (!h_wait_sub(ws, s, 500))
+			continue;
+		bool taken = false;
+		rmw_message_info_t info;
+		CHECK_RC(rmw_take_with_info(s, &m, &taken, &info, NULL), RMW_RET_OK);
+		if (!taken)
+			continue;
+		CHECK(m.id > last && chat_ok(&m, m.id, "from the peer", (size_t)(m.id % 50)));
+		last = m.id;
+		got++;
+	}
+	CHECK(got == 5);
+	Chat_fini(&m);
+	h_pass("messages_from_another_process");
+
+	/* the peer's service */
+	rmw_client_t *c = rmw_create_client(n, &AddTwoInts_ts, "/peer_ns/add_two_ints", &h_qos_default);
+	MUST(c != NULL);
+	bool avail = false;
+	CHECK(WAIT_GRAPH(n, rmw_service_server_is_available(n, c, &avail) == RMW_RET_OK && avail, 5000));
+	for (int64_t k = 0; k < 3; k++) {
+		int64_t seq = 0;
+		CHECK_RC(rmw_send_request(c, &(AddTwoInts_Request){k, 1000}, &seq), RMW_RET_OK);
+		int done = 0;
+		end = h_now_ns() + 5000000000LL;
+		while (!done && h_now_ns() < end) {
+			void *ca[1] = {c->data};
+			rmw_clients_t cls = {1, ca};
+			rmw_time_t t = {0, 200000000};
+			if (rmw_wait(NULL, NULL, NULL, &cls, NULL, ws, &t) != RMW_RET_OK)
+				continue;
+			AddTwoInts_Response rs;
+			rmw_service_info_t hdr;
+			bool taken = false;
+			CHECK_RC(rmw_take_response(c, &hdr, &rs, &taken), RMW_RET_OK);
+			if (taken) {
+				CHECK(hdr.request_id.sequence_number == seq && rs.sum == k + 1000);
+				done = 1;
+			}
+		}
+		CHECK(done);
+	}
+	h_pass("service_round_trip_between_processes");
+
+	/* stop the peer: its node leaves the graph */
+	int64_t seq;
+	CHECK_RC(rmw_send_request(c, &(AddTwoInts_Request){-1, 0}, &seq), RMW_RET_OK);
+	CHECK(WAIT_GRAPH(n, node_present(n, "peer_node", "/peer_ns") == 0, 10000));
+	CHECK(WAIT_GRAPH(n, rmw_service_server_is_available(n, c, &avail) == RMW_RET_OK && !avail, 5000));
+	h_pass("node_left_graph");
+	CHECK_RC(rmw_destroy_client(n, c), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_subscription(n, s), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	return 0;
+}
+
+static int loan_pub(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "loan_pub", "/");
+	MUST(n != NULL);
+	rmw_publisher_t *p = rmw_create_publisher(n, &Plain_ts, "/loans", &h_qos_default, &po);
+	MUST(p != NULL && p->can_loan_messages);
+	printf("READY\n");
+	fflush(stdout);
+	size_t cnt = 0;
+	MUST(H_EVENTUALLY(rmw_publisher_count_matched_subscriptions(p, &cnt) == RMW_RET_OK && cnt == 1, 20000));
+	void *loan = NULL;
+	CHECK_RC(rmw_borrow_loaned_message(p, &Plain_ts, &loan), RMW_RET_OK);
+	MUST(loan != NULL);
+	*(Plain *)loan = (Plain){42, 4.2, 42};
+	CHECK_RC(rmw_publish_loaned_message(p, loan, NULL), RMW_RET_OK);
+	printf("PUBLISHED\n");
+	fflush(stdout);
+	while (!stdin_closed())
+		h_sleep_ms(20);
+	/* still usable after the holder died */
+	loan = NULL;
+	CHECK_RC(rmw_borrow_loaned_message(p, &Plain_ts, &loan), RMW_RET_OK);
+	CHECK_RC(rmw_return_loaned_message_from_publisher(p, loan), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(n, p), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	h_pass("loan_publisher");
+	return 0;
+}
+
+static int loan_hold(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "loan_hold", "/");
+	MUST(n != NULL);
+	rmw_subscription_t *s = rmw_create_subscription(n, &Plain_ts, "/loans", &h_qos_default, &so);
+	MUST(s != NULL && s->can_loan_messages);
+	MUST(h_wait_sub(ws, s, 20000));
+	void *msg = NULL;
+	bool taken = false;
+	MUST(rmw_take_loaned_message(s, &msg, &taken, NULL) == RMW_RET_OK && taken);
+	MUST(((Plain *)msg)->seq == 42);
+	printf("HOLDING\n");
+	fflush(stdout);
+	for (;;)
+		pause(); /* until SIGKILL */
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold\n");
+		return 2;
+	}
+	h_init(&ctx, &opts, h_allocator());
+	ws = rmw_create_wait_set(&ctx, 8);
+	MUST(ws != NULL);
+	int rc = 2;
+	if (strcmp(argv[1], "peer") == 0)
+		rc = peer();
+	else if (strcmp(argv[1], "observer") == 0)
+		rc = observer();
+	else if (strcmp(argv[1], "loan_pub") == 0)
+		rc = loan_pub();
+	else if (strcmp(argv[1], "loan_hold") == 0)
+		rc = loan_hold();
+	else
+		fprintf(stderr, "unknown role %s\n", argv[1]);
+	CHECK_RC(rmw_destroy_wait_set(ws), RMW_RET_OK);
+	h_fini(&ctx, &opts);
+	if (rc != 0)
+		return rc;
+	return h_done();
+}

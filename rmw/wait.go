@@ -1,0 +1,527 @@
+package main
+
+/*
+#include "rmw_impl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+// ---- endpoint status and rmw events --------------------------------------------
+
+// statusEndpoint is what publishers and subscriptions share for events.
+type statusEndpoint interface {
+	TakeStatus() zerocopy.Status
+	StatusCondition() *zerocopy.StatusCondition
+}
+
+const nEvents = int(C.RMW_EVENT_INVALID)
+
+// status keeps an endpoint's event counters for rmw: the engine's
+// TakeStatus resets every change counter at once, while rmw takes each
+// event type separately, so the changes are accumulated here per type and
+// cleared only by take_event of that type.
+type status struct {
+	ep statusEndpoint
+
+	mu       sync.Mutex
+	last     zerocopy.Status
+	pend     [nEvents][2]int // accumulated changes per event type
+	notified [nEvents]bool   // callback told about the pending change
+	cbs      [nEvents]*callback
+}
+
+func newStatus(ep statusEndpoint) *status {
+	return &status{ep: ep} // changes since creation (a match at creation) are events too
+}
+
+// poll folds the engine's changes into the per-type counters. Must hold mu.
+func (st *status) poll() {
+	s := st.ep.TakeStatus()
+	st.last = s
+	add := func(t C.rmw_event_type_t, a, b int) {
+		st.pend[t][0] += a
+		st.pend[t][1] += b
+	}
+	add(C.RMW_EVENT_LIVELINESS_CHANGED, s.AliveChange, s.NotAliveChange)
+	add(C.RMW_EVENT_REQUESTED_DEADLINE_MISSED, s.DeadlineChange, 0)
+	add(C.RMW_EVENT_OFFERED_DEADLINE_MISSED, s.DeadlineChange, 0)
+	add(C.RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE, s.IncompatChg, 0)
+	add(C.RMW_EVENT_OFFERED_QOS_INCOMPATIBLE, s.IncompatChg, 0)
+	add(C.RMW_EVENT_MESSAGE_LOST, s.LostChange, 0)
+	add(C.RMW_EVENT_SUBSCRIPTION_MATCHED, s.MatchedTotalChg, s.MatchedChange)
+	add(C.RMW_EVENT_PUBLICATION_MATCHED, s.MatchedTotalChg, s.MatchedChange)
+}
+
+// ready reports whether event type t has changes not taken yet.
+func (st *status) ready(t int) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.poll()
+	return st.pend[t] != [2]int{}
+}
+
+func (st *status) stop() {
+	for t := range st.cbs {
+		st.setCallback(t, nil)
+	}
+}
+
+// eventSupported says which event types each kind of endpoint has.
+func eventSupported(pub bool, t int) bool {
+	switch C.rmw_event_type_t(t) {
+	case C.RMW_EVENT_LIVELINESS_LOST, C.RMW_EVENT_OFFERED_DEADLINE_MISSED,
+		C.RMW_EVENT_OFFERED_QOS_INCOMPATIBLE, C.RMW_EVENT_PUBLICATION_MATCHED:
+		return pub
+	case C.RMW_EVENT_LIVELINESS_CHANGED, C.RMW_EVENT_REQUESTED_DEADLINE_MISSED,
+		C.RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE, C.RMW_EVENT_MESSAGE_LOST,
+		C.RMW_EVENT_SUBSCRIPTION_MATCHED:
+		return !pub
+	}
+	return false // incompatible type events: the engine refuses a type mismatch at creation
+}
+
+//export rgapsgo_event_supported
+func rgapsgo_event_supported(pub C.int, t C.int) C.int {
+	if eventSupported(pub != 0, int(t)) {
+		return 1
+	}
+	return 0
+}
+
+// statusOf finds the status of the endpoint an rmw_event_t's data names.
+func statusOf(data unsafe.Pointer) *status {
+	if data == nil {
+		return nil
+	}
+	switch *(*C.uint32_t)(data) {
+	case C.RGAPS_MAGIC_PUB:
+		if p := get[*publisher]((*C.rgaps_pub)(data)._go); p != nil {
+			return p.st
+		}
+	case C.RGAPS_MAGIC_SUB:
+		if s := get[*subscription]((*C.rgaps_sub)(data)._go); s != nil {
+			return s.st
+		}
+	}
+	return nil
+}
+
+func clampInt32(v int) C.int32_t {
+	if v > 1<<31-1 {
+		return 1<<31 - 1
+	}
+	if v < -1<<31 {
+		return -1 << 31
+	}
+	return C.int32_t(v)
+}
+
+//export rgapsgo_take_event
+func rgapsgo_take_event(ev *C.rmw_event_t, info unsafe.Pointer, taken *C.bool) (rc C.int) {
+	defer recoverTo(&rc)
+	st := statusOf(ev.data)
+	if st == nil {
+		return fail(retError, "the event's endpoint was destroyed")
+	}
+	t := int(ev.event_type)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.poll()
+	s, p := st.last, st.pend[t]
+	switch C.rmw_event_type_t(t) {
+	case C.RMW_EVENT_LIVELINESS_CHANGED:
+		o := (*C.rmw_liveliness_changed_status_t)(info)
+		o.alive_count, o.not_alive_count = clampInt32(s.AliveCount), clampInt32(s.NotAliveCount)
+		o.alive_count_change, o.not_alive_count_change = clampInt32(p[0]), clampInt32(p[1])
+	case C.RMW_EVENT_REQUESTED_DEADLINE_MISSED:
+		o := (*C.rmw_requested_deadline_missed_status_t)(info)
+		o.total_count, o.total_count_change = clampInt32(s.DeadlineMissed), clampInt32(p[0])
+	case C.RMW_EVENT_OFFERED_DEADLINE_MISSED:
+		o := (*C.rmw_offered_deadline_missed_status_t)(info)
+		o.total_count, o.total_count_change = clampInt32(s.DeadlineMissed), clampInt32(p[0])
+	case C.RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE, C.RMW_EVENT_OFFERED_QOS_INCOMPATIBLE:
+		o := (*C.rmw_qos_incompatible_event_status_t)(info)
+		o.total_count, o.total_count_change = clampInt32(s.IncompatibleQoS), clampInt32(p[0])
+		o.last_policy_kind = C.rmw_qos_policy_kind_t(s.LastIncompatiblePolicy)
+	case C.RMW_EVENT_MESSAGE_LOST:
+		o := (*C.rmw_message_lost_status_t)(info)
+		o.total_count, o.total_count_change = C.size_t(s.Lost), C.size_t(max(p[0], 0))
+	case C.RMW_EVENT_SUBSCRIPTION_MATCHED, C.RMW_EVENT_PUBLICATION_MATCHED:
+		o := (*C.rmw_matched_status_t)(info)
+		o.total_count, o.total_count_change = C.size_t(s.MatchedTotal), C.size_t(max(p[0], 0))
+		o.current_count, o.current_count_change = C.size_t(s.Matched), clampInt32(p[1])
+	case C.RMW_EVENT_LIVELINESS_LOST:
+		// Automatic liveliness: a live process's publishers are never lost.
+		o := (*C.rmw_liveliness_lost_status_t)(info)
+		o.total_count, o.total_count_change = 0, 0
+	default:
+		*taken = false
+		return fail(retUnsupported, "event type %d is not supported", t)
+	}
+	st.pend[t] = [2]int{}
+	st.notified[t] = false
+	*taken = true
+	return retOK
+}
+
+// ---- new-data and event callbacks ------------------------------------------------
+
+// callback is a C function (and its user data) that a goroutine calls
+// through the C trampoline rgaps_call_event_callback (Go cannot call C
+// function pointers).
+type callback struct {
+	fn, user C.uintptr_t
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func (c *callback) call(n int) { C.rgaps_call_event_callback(c.fn, c.user, C.size_t(n)) }
+
+func (c *callback) halt() {
+	if c != nil {
+		close(c.stop)
+		<-c.done
+	}
+}
+
+// pollEvery bounds how long a callback goroutine sleeps before it checks
+// whether it was stopped.
+const pollEvery = 100 * time.Millisecond
+
+// setCallback installs (fn != nil) or removes the new-message callback. A
+// goroutine calls it with 1 whenever a message is queued, then waits for a
+// take before calling again: every message is announced by at least one
+// call still pending when it is taken.
+func (s *subscription) setCallback(cb *callback) {
+	s.mu.Lock()
+	old := s.cb
+	s.cb = cb
+	s.mu.Unlock()
+	old.halt()
+	if cb == nil {
+		return
+	}
+	go func() {
+		defer close(cb.done)
+		for {
+			select {
+			case <-cb.stop:
+				return
+			default:
+			}
+			if !s.s.Ready() {
+				err := s.s.Wait(pollEvery)
+				if errors.Is(err, zerocopy.ErrClosed) {
+					<-cb.stop
+					return
+				}
+				continue
+			}
+			cb.call(1)
+			select {
+			case <-cb.stop:
+				return
+			case <-s.takeEvent:
+			case <-time.After(pollEvery):
+			}
+		}
+	}()
+}
+
+// setCallback installs or removes the callback of event type t: it is
+// called with the number of new changes once per batch not yet taken.
+func (st *status) setCallback(t int, cb *callback) {
+	st.mu.Lock()
+	old := st.cbs[t]
+	st.cbs[t] = cb
+	st.notified[t] = false
+	st.mu.Unlock()
+	old.halt()
+	if cb == nil {
+		return
+	}
+	go func() {
+		defer close(cb.done)
+		ready := []bool{false}
+		for {
+			cond := st.ep.StatusCondition()
+			st.mu.Lock()
+			st.poll()
+			n := st.pend[t][0]
+			if n == 0 && st.pend[t][1] != 0 {
+				n = 1
+			}
+			fire := !st.notified[t] && n != 0
+			if fire {
+				st.notified[t] = true
+			}
+			st.mu.Unlock()
+			if fire {
+				cb.call(max(n, 1))
+			}
+			select {
+			case <-cb.stop:
+				return
+			default:
+			}
+			zerocopy.Wait([]zerocopy.Waitable{cond}, ready, pollEvery, 0)
+		}
+	}()
+}
+
+//export rgapsgo_set_message_callback
+func rgapsgo_set_message_callback(h C.uintptr_t, fn, user C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	s := get[*subscription](h)
+	if s == nil {
+		return fail(retError, "subscription destroyed")
+	}
+	var cb *callback
+	if fn != 0 {
+		cb = &callback{fn: fn, user: user, stop: make(chan struct{}), done: make(chan struct{})}
+	}
+	s.setCallback(cb)
+	return retOK
+}
+
+//export rgapsgo_set_event_callback
+func rgapsgo_set_event_callback(ev *C.rmw_event_t, fn, user C.uintptr_t) (rc C.int) {
+	defer recoverTo(&rc)
+	st := statusOf(ev.data)
+	if st == nil {
+		return fail(retError, "the event's endpoint was destroyed")
+	}
+	var cb *callback
+	if fn != 0 {
+		cb = &callback{fn: fn, user: user, stop: make(chan struct{}), done: make(chan struct{})}
+	}
+	st.setCallback(int(ev.event_type), cb)
+	return retOK
+}
+
+// ---- rmw_wait ---------------------------------------------------------------------
+
+// waitEntry is one non-NULL entry of rmw_wait's arrays.
+type waitEntry struct {
+	slot *unsafe.Pointer // the array element, set to NULL when not ready
+	sub  *subscription
+	gc   *zerocopy.GuardCondition
+	gr   *zerocopy.GraphCondition
+	st   *status
+	ev   int
+}
+
+func (e *waitEntry) ready() bool {
+	switch {
+	case e.sub != nil:
+		return e.sub.s.Ready()
+	case e.gc != nil:
+		return e.gc.Ready()
+	case e.gr != nil:
+		return e.gr.Ready()
+	case e.st != nil:
+		return e.st.ready(e.ev)
+	}
+	return false
+}
+
+func (e *waitEntry) waitable() zerocopy.Waitable {
+	switch {
+	case e.sub != nil:
+		return e.sub.s
+	case e.gc != nil:
+		return e.gc
+	case e.gr != nil:
+		return e.gr
+	}
+	return e.st.ep.StatusCondition()
+}
+
+func slots(arr *unsafe.Pointer, n C.size_t) []unsafe.Pointer {
+	if arr == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice(arr, int(n))
+}
+
+// collect reads rmw_wait's arrays.
+func collect(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C.rmw_services_t, clis *C.rmw_clients_t, evs *C.rmw_events_t) ([]waitEntry, C.int) {
+	var es []waitEntry
+	subOf := func(h C.uintptr_t) *subscription { return get[*subscription](h) }
+	if subs != nil {
+		ss := slots(subs.subscribers, subs.subscriber_count)
+		for i := range ss {
+			if ss[i] == nil {
+				continue
+			}
+			d := (*C.rgaps_sub)(ss[i])
+			s := subOf(d._go)
+			if d.magic != C.RGAPS_MAGIC_SUB || s == nil {
+				return nil, fail(retInvalid, "rmw_wait: subscriptions[%d] is not a live rmw_rgaps subscription", i)
+			}
+			es = append(es, waitEntry{slot: &ss[i], sub: s})
+		}
+	}
+	if gcs != nil {
+		gs := slots(gcs.guard_conditions, gcs.guard_condition_count)
+		for i := range gs {
+			if gs[i] == nil {
+				continue
+			}
+			d := (*C.rgaps_gc)(gs[i])
+			e := waitEntry{slot: &gs[i]}
+			if d.magic == C.RGAPS_MAGIC_GC && d.kind == C.RGAPS_GC_GRAPH {
+				e.gr = get[*zerocopy.GraphCondition](d._go)
+			} else if d.magic == C.RGAPS_MAGIC_GC {
+				e.gc = get[*zerocopy.GuardCondition](d._go)
+			}
+			if e.gr == nil && e.gc == nil {
+				return nil, fail(retInvalid, "rmw_wait: guard_conditions[%d] is not a live rmw_rgaps guard condition", i)
+			}
+			es = append(es, e)
+		}
+	}
+	if srvs != nil {
+		ss := slots(srvs.services, srvs.service_count)
+		for i := range ss {
+			if ss[i] == nil {
+				continue
+			}
+			d := (*C.rgaps_srv)(ss[i])
+			s := subOf(d.sub)
+			if d.magic != C.RGAPS_MAGIC_SRV || s == nil {
+				return nil, fail(retInvalid, "rmw_wait: services[%d] is not a live rmw_rgaps service", i)
+			}
+			es = append(es, waitEntry{slot: &ss[i], sub: s})
+		}
+	}
+	if clis != nil {
+		cs := slots(clis.clients, clis.client_count)
+		for i := range cs {
+			if cs[i] == nil {
+				continue
+			}
+			d := (*C.rgaps_cli)(cs[i])
+			s := subOf(d.sub)
+			if d.magic != C.RGAPS_MAGIC_CLI || s == nil {
+				return nil, fail(retInvalid, "rmw_wait: clients[%d] is not a live rmw_rgaps client", i)
+			}
+			es = append(es, waitEntry{slot: &cs[i], sub: s})
+		}
+	}
+	if evs != nil {
+		vs := slots(evs.events, evs.event_count)
+		for i := range vs {
+			if vs[i] == nil {
+				continue
+			}
+			ev := (*C.rmw_event_t)(vs[i])
+			st := statusOf(ev.data)
+			if st == nil {
+				return nil, fail(retInvalid, "rmw_wait: events[%d] is not a live rmw_rgaps event", i)
+			}
+			es = append(es, waitEntry{slot: &vs[i], st: st, ev: int(ev.event_type)})
+		}
+	}
+	return es, retOK
+}
+
+// rgapsgo_wait is rmw_wait after the C half checked the wait set: it waits
+// until an entry is ready or the timeout (ns; negative: none) passes, then
+// sets every entry that is not ready to NULL. Ready guard conditions are
+// lowered (a trigger wakes one wait). RMW_RET_TIMEOUT when none is ready.
+//
+//export rgapsgo_wait
+func rgapsgo_wait(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C.rmw_services_t, clis *C.rmw_clients_t, evs *C.rmw_events_t, timeoutNs C.int64_t) (rc C.int) {
+	defer recoverTo(&rc)
+	es, rc := collect(subs, gcs, srvs, clis, evs)
+	if rc != retOK {
+		return rc
+	}
+	timeout := time.Duration(timeoutNs)
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	ready := make([]bool, len(es))
+	var items []zerocopy.Waitable
+	var scratch []bool
+	for {
+		// Conditions of events are made before their status is read, so
+		// a change after the read wakes the wait.
+		items = items[:0]
+		for i := range es {
+			items = append(items, es[i].waitable())
+		}
+		any := false
+		for i := range es {
+			ready[i] = es[i].ready()
+			any = any || ready[i]
+		}
+		if any {
+			break
+		}
+		left := time.Duration(-1)
+		if timeout >= 0 {
+			if left = time.Until(deadline); left <= 0 {
+				break
+			}
+		}
+		if len(items) == 0 {
+			if left < 0 {
+				left = time.Hour
+			}
+			time.Sleep(left)
+			continue
+		}
+		scratch = append(scratch[:0], make([]bool, len(items))...)
+		err := zerocopy.Wait(items, scratch, left, busyPoll())
+		if err != nil && !errors.Is(err, zerocopy.ErrTimeout) {
+			return report("rmw_wait", err)
+		}
+	}
+	any := false
+	for i := range es {
+		if !ready[i] {
+			*es[i].slot = nil
+			continue
+		}
+		any = true
+		if es[i].gc != nil {
+			es[i].gc.Reset()
+		}
+		if es[i].gr != nil {
+			es[i].gr.Reset()
+		}
+	}
+	if !any {
+		return retTimeout
+	}
+	return retOK
+}
+
+var busyPollOnce struct {
+	sync.Once
+	d time.Duration
+}
+
+// busyPoll is RGAPS_BUSY_POLL, as the engine reads it.
+func busyPoll() time.Duration {
+	busyPollOnce.Do(func() {
+		cfg := zerocopy.Config{}
+		if d, err := time.ParseDuration(os.Getenv("RGAPS_BUSY_POLL")); err == nil && d > 0 {
+			cfg.BusyPoll = d
+		}
+		busyPollOnce.d = cfg.BusyPoll
+	})
+	return busyPollOnce.d
+}
