@@ -395,7 +395,7 @@ func TestHeaderAndRounds(t *testing.T) {
 	for _, c := range []struct {
 		size         int64
 		rounds, want int
-	}{{4 << 20, 20, 20}, {64 << 20, 20, 20}, {256 << 20, 20, 5}, {1 << 30, 20, 3}, {1 << 30, 100, 10}} {
+	}{{4 << 20, 20, 20}, {64 << 20, 20, 20}, {256 << 20, 20, 5}, {1 << 30, 20, 3}, {1 << 30, 100, 10}, {1 << 30, 2, 2}, {128 << 20, 1, 1}} {
 		if got := RoundsFor(c.size, c.rounds); got != c.want {
 			t.Errorf("RoundsFor(%d, %d) = %d, want %d", c.size, c.rounds, got, c.want)
 		}

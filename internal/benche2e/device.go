@@ -175,10 +175,21 @@ func touch(b []byte) {
 	}
 }
 
-// seedOf is the pattern seed of round seq: consecutive rounds differ in
-// every byte (the low bytes of the seeds differ), so a subscriber that got
-// the previous round's data fails its checksum.
-func seedOf(seq uint64) uint32 { return [2]uint32{0xA5, 0x5A}[seq%2] }
+// SeedOf is the pattern seed of round seq (cuda.FillPattern and
+// cuda.FillPatternHost): consecutive rounds differ in every byte (the low
+// bytes of the seeds differ), so a subscriber that got the previous
+// round's data fails its checksum. Systems may use it with
+// ExpectedChecksum to check what their subscribers got (cuda's Checksum
+// kernel computes the same function as cuda.ChecksumHost).
+func SeedOf(seq uint64) uint32 { return [2]uint32{0xA5, 0x5A}[seq%2] }
+
+func seedOf(seq uint64) uint32 { return SeedOf(seq) }
+
+var expected sums
+
+// ExpectedChecksum is cuda.ChecksumHost of size bytes of pattern seed,
+// computed once per (size, seed) and cached.
+func ExpectedChecksum(size int64, seed uint32) uint64 { return expected.get(size, seed) }
 
 // sums caches the expected checksums per (size, seed).
 type sums struct {

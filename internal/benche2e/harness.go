@@ -46,15 +46,15 @@ const (
 
 // RoundsFor is the number of timed rounds for size: rounds up to 64 MiB,
 // then a quarter (at least 5) up to 256 MiB, a tenth (at least 3) beyond,
-// so a run at 1 GiB stays within minutes.
+// never more than rounds, so a run at 1 GiB stays within minutes.
 func RoundsFor(size int64, rounds int) int {
 	switch {
 	case size <= 64<<20:
 		return rounds
 	case size <= 256<<20:
-		return max(5, rounds/4)
+		return min(rounds, max(5, rounds/4))
 	}
-	return max(3, rounds/10)
+	return min(rounds, max(3, rounds/10))
 }
 
 // Result is a run.

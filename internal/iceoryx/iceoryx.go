@@ -13,6 +13,7 @@ package iceoryx
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if __has_include("iceoryx_binding_c/runtime.h")
 #define RGI_HAVE 1
@@ -53,16 +54,19 @@ static struct {
 // 0, or -1 with the reason in err. Everything runs in this one C call, so
 // dlerror is read on the thread that failed.
 static int rgi_load(const char *dir, char *err, size_t errlen) {
+	// libacl (of hoofs) is optional in dir: the system usually has it.
 	static const char *libs[] = {
-		"libiceoryx_platform.so.2", "libiceoryx_hoofs.so.2",
+		"libacl.so.1", "libiceoryx_platform.so.2", "libiceoryx_hoofs.so.2",
 		"libiceoryx_posh.so.2", "libiceoryx_binding_c.so.2",
 	};
 	void *h = NULL;
 	char path[4096];
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (dir && *dir) {
 			snprintf(path, sizeof path, "%s/%s", dir, libs[i]);
-		} else if (i < 3) {
+			if (i == 0 && access(path, R_OK) != 0)
+				continue;
+		} else if (i < 4) {
 			continue;
 		} else {
 			snprintf(path, sizeof path, "%s", libs[i]);

@@ -207,10 +207,23 @@ func StartRouDi(ctx context.Context, opts RouDiOptions) (*RouDi, error) {
 		lock.Close()
 		return nil, fmt.Errorf("iox-roudi exited at start (%v): %s", r.err, r.out.String())
 	case <-ctx.Done():
-	case <-time.After(30 * time.Second):
+		r.Stop()
+		return nil, fmt.Errorf("iox-roudi not ready: %w: %s", ctx.Err(), r.out.String())
+	case <-time.After(readyWait(opts.Mempools)):
 	}
 	r.Stop()
-	return nil, fmt.Errorf("iox-roudi not ready (%v): %s", ctx.Err(), r.out.String())
+	return nil, fmt.Errorf("iox-roudi not ready after %v: %s", readyWait(opts.Mempools), r.out.String())
+}
+
+// readyWait bounds RouDi's start: it writes the management data of every
+// chunk before it is ready, which took 30 s and more for 3 GiB of pools
+// on a small VM.
+func readyWait(pools []Mempool) time.Duration {
+	var total int64
+	for _, p := range pools {
+		total += int64(p.Size+ChunkOverhead) * int64(p.Count)
+	}
+	return time.Minute + time.Duration(total>>30)*30*time.Second
 }
 
 func prefixed(s string) string {
