@@ -353,7 +353,9 @@ rmw_ret_t rmw_init(const rmw_init_options_t *options, rmw_context_t *context)
 	}
 	rc = rgapsgo_init(options->domain_id, &impl->go);
 	if (rc != RMW_RET_OK) {
-		rmw_init_options_fini(&c.options);
+		if (rmw_init_options_fini(&c.options) != RMW_RET_OK) {
+			/* cannot fail: the copy above is ours */
+		}
 		rgaps_free(a, impl);
 		return rc;
 	}
