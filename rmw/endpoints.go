@@ -123,7 +123,11 @@ func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publish
 	if err := checkQoS(p); err != nil {
 		return nil, err
 	}
-	pub, err := nd.n.NewPublisher(topic, typ, p)
+	spec, d, err := nd.spec(topic, typ, p)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := d.NewPublisher(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +137,27 @@ func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publish
 	nd.ctx.mu.Unlock()
 	pp := &publisher{nd: nd, p: pub, loans: map[uintptr]*zerocopy.Loan{}}
 	pp.st = newStatus(pub)
+	nd.track(pp)
 	return pp, nil
 }
 
+// spec describes an endpoint of the node on topic (expanded with ROS's
+// rules) and picks its domain: small pools for ROS's own topics.
+func (nd *node) spec(topic, typ string, q qos.Profile) (zerocopy.EndpointSpec, *zerocopy.Domain, error) {
+	full, err := nd.n.ResolveTopic(topic)
+	if err != nil {
+		return zerocopy.EndpointSpec{}, nil, err
+	}
+	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: nd.n.FullName(), QoS: q}
+	if smallTopic(full, typ) {
+		d, err := nd.ctx.smallDomain()
+		return spec, d, err
+	}
+	return spec, nd.ctx.c.Engine(), nil
+}
+
 func (p *publisher) close() error {
+	p.nd.untrack(p)
 	p.st.stop()
 	p.nd.ctx.mu.Lock()
 	delete(p.nd.ctx.gids, p.p.GID())
@@ -287,7 +308,11 @@ func newSubscription(nd *node, topic, typ string, q *C.rmw_qos_profile_t, ignore
 	if err := checkQoS(p); err != nil {
 		return nil, err
 	}
-	sub, err := nd.n.NewSubscription(topic, typ, p)
+	spec, d, err := nd.spec(topic, typ, p)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := d.NewSubscription(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -295,10 +320,12 @@ func newSubscription(nd *node, topic, typ string, q *C.rmw_qos_profile_t, ignore
 	s := &subscription{nd: nd, s: sub, ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
 		takeEvent: make(chan struct{}, 1)}
 	s.st = newStatus(sub)
+	nd.track(s)
 	return s, nil
 }
 
 func (s *subscription) close() error {
+	s.nd.untrack(s)
 	s.setCallback(nil)
 	s.st.stop()
 	s.mu.Lock()

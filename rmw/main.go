@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -140,8 +141,58 @@ func recoverTo(rc *C.int) {
 type context struct {
 	c *rgaps.Context
 
-	mu   sync.Mutex
-	gids map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
+	mu    sync.Mutex
+	gids  map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
+	nodes map[*node]bool        // live nodes
+	small *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
+}
+
+// smallPoolSize is the pool of the topics ROS creates for itself in every
+// node (services, parameters, /rosout): a node has about sixteen, and the
+// default pool (256 MiB, reserved at creation) for each would fill
+// /dev/shm with a few nodes. RGAPS_RMW_SMALL_POOL_SIZE overrides it.
+const smallPoolSize = 4 << 20
+
+// smallTopic says whether a topic gets a small pool: service request and
+// response topics, and the topics and types of ROS's own infrastructure.
+// The first process to create a topic fixes its pool; others join it.
+func smallTopic(topic, typ string) bool {
+	switch {
+	case isServiceTopic(topic), topic == "/rosout", topic == "/parameter_events", topic == "/clock":
+		return true
+	}
+	for _, p := range []string{"rcl_interfaces/", "type_description_interfaces/", "rosgraph_msgs/", "lifecycle_msgs/"} {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// smallDomain is the context's domain with small pools.
+func (c *context) smallDomain() (*zerocopy.Domain, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.small != nil {
+		return c.small, nil
+	}
+	cfg := c.c.Engine().Config()
+	cfg.PoolSize = smallPoolSize
+	if v := os.Getenv("RGAPS_RMW_SMALL_POOL_SIZE"); v != "" {
+		n, err := zerocopy.ParseSize(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: RGAPS_RMW_SMALL_POOL_SIZE: %v", zerocopy.ErrInvalid, err)
+		}
+		cfg.PoolSize = n
+	}
+	cfg.StagingSize = cfg.PoolSize
+	cfg.SkipStaleClean = true // done by the context's own domain
+	d, err := zerocopy.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.small = d
+	return d, nil
 }
 
 func (c *context) local(g zerocopy.GID) bool {
@@ -164,7 +215,7 @@ func rgapsgo_init(domain C.size_t, out *C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return report("joining the domain", err)
 	}
-	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}})
+	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}, nodes: map[*node]bool{}})
 	return retOK
 }
 
@@ -176,7 +227,21 @@ func rgapsgo_context_close(h C.uintptr_t) (rc C.int) {
 		return fail(retError, "context already finalised")
 	}
 	drop(h)
-	if err := c.c.Close(); err != nil {
+	c.mu.Lock()
+	nodes := make([]*node, 0, len(c.nodes))
+	for nd := range c.nodes {
+		nodes = append(nodes, nd)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, nd := range nodes { // nodes rcl did not destroy
+		errs = append(errs, nd.close())
+	}
+	errs = append(errs, c.c.Close())
+	if c.small != nil {
+		errs = append(errs, c.small.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
 		return report("closing the context", err)
 	}
 	return retOK
@@ -188,6 +253,42 @@ type node struct {
 	ctx   *context
 	n     *rgaps.Node
 	graph *zerocopy.GraphCondition
+
+	mu  sync.Mutex
+	eps map[closer]bool // the node's publishers and subscriptions not destroyed yet
+}
+
+type closer interface{ close() error }
+
+func (nd *node) track(e closer) {
+	nd.mu.Lock()
+	nd.eps[e] = true
+	nd.mu.Unlock()
+}
+
+func (nd *node) untrack(e closer) {
+	nd.mu.Lock()
+	delete(nd.eps, e)
+	nd.mu.Unlock()
+}
+
+// close destroys what rcl left of the node, then the node.
+func (nd *node) close() error {
+	nd.mu.Lock()
+	eps := nd.eps
+	nd.eps = map[closer]bool{}
+	nd.mu.Unlock()
+	var errs []error
+	for e := range eps {
+		errs = append(errs, e.close())
+	}
+	nd.ctx.mu.Lock()
+	delete(nd.ctx.nodes, nd)
+	nd.ctx.mu.Unlock()
+	if err := nd.n.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 //export rgapsgo_node_create
@@ -201,7 +302,10 @@ func rgapsgo_node_create(ctxh C.uintptr_t, name, ns *C.char, out, graph *C.uintp
 	if err != nil {
 		return report("creating the node", err)
 	}
-	nd := &node{ctx: c, n: n, graph: c.c.Engine().NewGraphCondition()}
+	nd := &node{ctx: c, n: n, graph: c.c.Engine().NewGraphCondition(), eps: map[closer]bool{}}
+	c.mu.Lock()
+	c.nodes[nd] = true
+	c.mu.Unlock()
 	*out = put(nd)
 	*graph = put(nd.graph)
 	return retOK
@@ -216,10 +320,7 @@ func rgapsgo_node_destroy(h, graph C.uintptr_t) (rc C.int) {
 	}
 	drop(h)
 	drop(graph)
-	if err := nd.n.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
-		return report("destroying the node", err)
-	}
-	return retOK
+	return report("destroying the node", nd.close())
 }
 
 // ---- guard conditions ---------------------------------------------------------

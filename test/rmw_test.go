@@ -79,8 +79,17 @@ type rmwKit struct {
 	progs              map[string]string
 }
 
-// rmwBuild builds librmw_rgaps.so and compiles the harness programs.
+// rmwBuild builds librmw_rgaps.so and compiles the harness programs, or,
+// with RGAPS_RMW_BUILT=<dir>, takes them prebuilt from dir (for machines
+// without Go, such as the GPU benchmark hosts).
 func rmwBuild(t testing.TB) *rmwKit {
+	if dir := os.Getenv("RGAPS_RMW_BUILT"); dir != "" {
+		k := &rmwKit{dir: dir, lib: filepath.Join(dir, "librmw_rgaps.so"), progs: map[string]string{}}
+		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench"} {
+			k.progs[p] = filepath.Join(dir, p)
+		}
+		return k
+	}
 	cc := ""
 	for _, c := range []string{"gcc", "cc"} {
 		if p, err := exec.LookPath(c); err == nil {
@@ -215,11 +224,40 @@ func TestRmw(t *testing.T) {
 		env := rmwEnv(k, 62)
 		peer, stdin := rmwStart(t, env, k.progs["rmw_proc"], "peer")
 		defer stdin.Close()
+		peer.expect(t, "READY")
+		rmwPoolSizes(t, 62, map[string]uint64{
+			"/peer_ns/chatter":                16 << 20, // RGAPS_POOL_SIZE
+			"/_rgaps_rq/peer_ns/add_two_ints": 4 << 20,  // ROS's own topics: small pools
+			"/_rgaps_rr/peer_ns/add_two_ints": 4 << 20,
+		})
 		obs, _ := rmwStart(t, env, k.progs["rmw_proc"], "observer")
 		rmwPassed(t, obs)
 		rmwPassed(t, peer)
 	})
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
+}
+
+// rmwPoolSizes checks the pool sizes of topics (seen through the Go API).
+func rmwPoolSizes(t *testing.T, dom uint32, want map[string]uint64) {
+	t.Helper()
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &dom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ts, err := c.Topics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, ti := range ts {
+		got[ti.Name] = ti.PoolSize
+	}
+	for name, size := range want {
+		if got[name] != size {
+			t.Errorf("topic %s: pool of %d bytes, want %d (topics: %v)", name, got[name], size, got)
+		}
+	}
 }
 
 // rmwExports checks that every rmw function is exported and that the
@@ -380,7 +418,7 @@ func BenchmarkRmwLatency(b *testing.B) {
 			env := rmwEnv(k, 65)
 			for i, e := range env {
 				if strings.HasPrefix(e, "RGAPS_POOL_SIZE=") {
-					env[i] = "RGAPS_POOL_SIZE=256M"
+					env[i] = "RGAPS_POOL_SIZE=64M"
 				}
 			}
 			cmd := exec.Command(k.progs["rmw_bench"], strconv.Itoa(size), strconv.Itoa(iters))
@@ -421,7 +459,7 @@ func rmwBenchValue(b *testing.B, out []byte, key string) float64 {
 // right after it is published and its first 8 bytes checked.
 func goLatency(b *testing.B, size, iters int) (copyNs, loanNs float64) {
 	d := uint32(65)
-	c, err := rgaps.NewContext(rgaps.Options{Domain: &d, Engine: rgaps.EngineConfig{PoolSize: 256 << 20}})
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &d, Engine: rgaps.EngineConfig{PoolSize: 64 << 20}})
 	if err != nil {
 		b.Fatal(err)
 	}
