@@ -6,6 +6,13 @@
 #   build/iox/lib/*.so.2, ...   the iceoryx 2.0.3 libraries of Debian 12 and what
 #                               they need beyond glibc and libstdc++ (libacl)
 #   build/iox/VERSIONS          the Debian packages they came from
+#   and, when build/rgaps exists, the libraries it links beyond glibc and
+#   libstdc++ (libfabric and its dependencies: libibverbs, librdmacm, libnl,
+#   libnuma, libpsm2, ...), which Ubuntu 24.04 on the GPU machine lacks.
+#
+# There: LD_LIBRARY_PATH=$PWD/build/iox/lib build/rgaps bench e2e ...
+# (LD_LIBRARY_PATH only for libfabric, which rgaps links; measured on the
+# H100 machine on 2026-11-22, where `ip` is missing, so -netns cannot run).
 #
 # Run it here after scripts/gpu-build.sh (which empties build/), then carry
 # build/ along. No LD_LIBRARY_PATH is needed there: rgaps (and a test binary
@@ -48,6 +55,10 @@ collect() {
 	echo "libiceoryx_binding_c.so.2 $binding"
 	collect "$binding"
 	collect "$out/bin/iox-roudi"
+	# rgaps itself links libfabric (bridge/transport/fabric), which the GPU
+	# machine does not have: its libraries come along too (then run rgaps
+	# with LD_LIBRARY_PATH=build/iox/lib).
+	[ ! -x build/rgaps ] || collect build/rgaps
 } | sort -u | while read -r soname path; do
 	cp -L "$path" "$out/lib/$soname"
 done
@@ -63,7 +74,7 @@ done
 {
 	echo "# Debian packages bundled by scripts/e2e-bundle.sh on $(date -u +%Y-%m-%d)"
 	for p in iceoryx libiceoryx-binding-c2 libiceoryx-posh2 libiceoryx-hoofs2 libiceoryx-platform2 \
-		libiceoryx-posh-roudi2 libiceoryx-posh-config2 libacl1; do
+		libiceoryx-posh-roudi2 libiceoryx-posh-config2 libacl1 libfabric1; do
 		dpkg-query -W -f '${Package} ${Version}\n' "$p" 2>/dev/null || true
 	done
 } >"$out/VERSIONS"

@@ -20,7 +20,7 @@ type Options struct {
 	Ns     []int   // default 1, 2, 4, 8
 	Rounds int     // timed rounds per cell; 0: DefaultRounds (fewer for big sizes, see RoundsFor)
 	Warmup int     // untimed rounds per cell; 0: DefaultWarmup, -1: none
-	Wire   string  // "tcp" (default) or "shm"
+	Wire   string  // "shm" (default on one host) or "tcp" (default, and the only choice, with Netns)
 	Netns  bool    // two network namespaces (root and ip(8) needed)
 	// HostOnly forces the host-memory fallback even where a GPU exists.
 	HostOnly bool
@@ -223,7 +223,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch o.Wire {
 	case "":
-		o.Wire = "tcp"
+		o.Wire = "shm" // one host: the provider for it
+		if o.Netns {
+			o.Wire = "tcp"
+		}
 	case "tcp":
 	case "shm":
 		if o.Netns {

@@ -90,8 +90,9 @@ type Env struct {
 	// veth pair (-netns); false: one namespace over loopback.
 	Netns bool
 	A, B  Host
-	// Wire is the libfabric provider between the hosts: "tcp" or "shm"
-	// (shm only on one host).
+	// Wire is the libfabric provider between the hosts: "shm" (one host,
+	// the default there) or "tcp" (the default, and the only choice, with
+	// Netns).
 	Wire string
 
 	// WorkDir is the run's scratch directory (sockets, configs), removed
