@@ -1,12 +1,12 @@
 package main
 
 import (
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
 
 func init() {
-	register("daemon", "run rgapsd, the per-host daemon that owns GPU pools (started automatically when needed)", runDaemon)
+	register("daemon", "run rgapsd: owns the host's GPU pools (started automatically when needed) and, with peers, bridges topics to other hosts", runDaemon)
 }
 
 func runDaemon(args []string) error {
@@ -14,5 +14,5 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
-	return gpupool.Main(args, cfg.Prefix, cfg.Domain, zerocopy.LookupGroup)
+	return bridge.Main(args, cfg, zerocopy.LookupGroup)
 }

@@ -54,11 +54,26 @@ type Child struct {
 // Start runs role with args in a new process of the test binary.
 func Start(t testing.TB, role string, args ...string) *Child {
 	t.Helper()
+	return start(t, nil, role, args)
+}
+
+// StartIn is Start inside network namespace ns (ip netns exec).
+func StartIn(t testing.TB, ns, role string, args ...string) *Child {
+	t.Helper()
+	if ns == "" {
+		return start(t, nil, role, args)
+	}
+	return start(t, []string{"ip", "netns", "exec", ns}, role, args)
+}
+
+func start(t testing.TB, wrap []string, role string, args []string) *Child {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
+	argv := append(append([]string(nil), wrap...), exe, "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"="+strings.Join(append([]string{role}, args...), "\x1f"))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -79,7 +94,10 @@ func Start(t testing.TB, role string, args ...string) *Child {
 		c.done <- cmd.Wait()
 	}()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case err := <-c.done: // exited already (ProcessState is the waiter's)
+			c.done <- err
+		default:
 			cmd.Process.Kill()
 			c.Wait(10 * time.Second)
 		}

@@ -1,0 +1,533 @@
+package bridge
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+var (
+	// ErrBadOffer reports ring parameters from a peer that cannot be used:
+	// a ring or slot outside the registered region, an invalid ring
+	// configuration, another provider. Nothing is written then.
+	ErrBadOffer = errors.New("bad ring offer")
+	// ErrConfig reports bridge options that cannot work.
+	ErrConfig = errors.New("bridge configuration")
+)
+
+// Defaults.
+const (
+	DefaultRingSize = 64 << 20
+	// linkTimeout bounds the set-up of a data link (the writer's connect,
+	// the reader's accept and the writer's answer).
+	linkTimeout = 10 * time.Second
+	// maxInFlight bounds the records a writer has committed and not yet
+	// seen acknowledged: each needs a header slot in registered memory.
+	maxInFlight = 4096
+)
+
+// Options configure a Bridge.
+type Options struct {
+	// Engine is the local engine's configuration (prefix, domain). The
+	// bridge opens its own Domain with it.
+	Engine zerocopy.Config
+	// Control: where to listen, the peers to connect to, the cluster
+	// secret, the host id, heartbeat timing.
+	Control control.Config
+	// Provider is the data transport: "fabric:tcp" (default where libfabric
+	// is built in), "fabric:shm" (daemons on one host), "fabric:verbs",
+	// or "tcp" (plain TCP: the thesis' data-path-2 baseline and the
+	// fallback without libfabric).
+	Provider string
+	// DataHost is the local address data links listen on; the host of
+	// Control.Listen when empty (127.0.0.1 if that is unspecified).
+	DataHost string
+	// RingSize is the size of each ring this daemon offers (64 MiB).
+	RingSize uint64
+	// MaxChunk limits the payload of one ring record (0: the largest the
+	// ring allows; see ring.Config.MaxRecord). Larger messages are chunked.
+	MaxChunk uint64
+	// NoChunking refuses messages larger than one record instead.
+	NoChunking bool
+	// Mode is the signalling mode: ring.WriteImm (thesis) or
+	// ring.WriteTwice (RB2: data write, then tail write).
+	Mode ring.Mode
+	// Watermark is the reader's head write-back watermark.
+	Watermark ring.Watermark
+	// PeerExpiry is how long a disconnected peer's subscriptions are kept
+	// (messages for it keep queueing, so a peer that comes back loses
+	// nothing); 60 s when zero.
+	PeerExpiry time.Duration
+	// PerTopic gives every topic its own ring and transfer goroutines
+	// instead of one ring per host pair.
+	PerTopic bool
+	// Log receives the daemon's events; nil is silent.
+	Log *slog.Logger
+}
+
+// Bridge is the inter-host half of rgapsd: it connects to peer daemons,
+// tells them which topics this host subscribes to, and runs a publish
+// manager (pubLink) per ring it writes into and a subscribe manager
+// (subLink) per ring it owns.
+type Bridge struct {
+	opts   Options
+	log    *slog.Logger
+	dom    *zerocopy.Domain
+	prov   transport.Provider
+	hostID string
+	secret []byte
+
+	listener *control.Listener
+	statusLn net.Listener
+	sessions []*control.Session
+	wg       sync.WaitGroup
+	quit     chan struct{}
+
+	// mu guards the fields below and every peer's state; it is never held
+	// across a send, a transport call or an engine call that can block.
+	mu      sync.Mutex
+	closed  bool
+	peers   map[string]*peer
+	local   localState
+	readers map[*subLink]struct{}
+}
+
+// localState is what the graph watcher last saw on this host.
+type localState struct {
+	interest map[string]topicInterest // topics with local (non-bridge) subscriptions
+	pubs     map[string]pubSummary    // topics with local (non-bridge) publishers
+	graph    graphMsg
+}
+
+// pubSummary merges the QoS of a topic's local publishers.
+type pubSummary struct {
+	typ       string
+	q         qos.Profile
+	allRel    bool
+	allTL     bool
+	count     int
+	hasDevice bool
+}
+
+// peer is one remote daemon, by host id.
+type peer struct {
+	host      string
+	conns     map[*control.Conn]struct{} // live control connections
+	interest  map[string]topicInterest
+	graph     graphMsg
+	readers   map[uint32]*subLink // rings this host owns and the peer writes (our ids)
+	writers   map[uint32]*pubLink // rings the peer owns and we write (its ids)
+	nextRing  uint32
+	upSince   time.Time
+	downSince time.Time // zero while connected
+}
+
+func randomEpoch() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// OpenProvider opens a data transport by name (see Options.Provider);
+// node is the local address for TCP-based providers.
+func OpenProvider(name, node string, log *slog.Logger) (transport.Provider, error) {
+	switch name {
+	case "tcp", "plaintcp":
+		return transport.NewPlainTCP(transport.PlainTCPOptions{Logger: log}), nil
+	case "", "fabric:tcp", "fabric:shm", "fabric:verbs":
+		if name == "" {
+			name = "fabric:tcp"
+		}
+		return fabric.Open(name[len("fabric:"):], fabric.Options{Node: node, Logger: log, NamePrefix: "rgaps-bridge"})
+	}
+	return nil, fmt.Errorf("%w: unknown provider %q (fabric:tcp, fabric:shm, fabric:verbs, tcp)", ErrConfig, name)
+}
+
+// New opens the bridge's domain and transport and starts listening for
+// and connecting to peers.
+func New(opts Options) (*Bridge, error) {
+	if opts.RingSize == 0 {
+		opts.RingSize = DefaultRingSize
+	}
+	if opts.PeerExpiry <= 0 {
+		opts.PeerExpiry = time.Minute
+	}
+	cfg := ring.Config{Size: opts.RingSize, MaxChunk: opts.MaxChunk, NoChunking: opts.NoChunking, Mode: opts.Mode, Watermark: opts.Watermark}
+	if _, err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	secret := opts.Control.Secret
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("%w: no cluster secret (secret or secret-file in the config, or RGAPS_CLUSTER_SECRET): daemons authenticate each other with it", ErrConfig)
+	}
+	hostID := opts.Control.HostID
+	if hostID == "" {
+		return nil, fmt.Errorf("%w: no host id", ErrConfig)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.DataHost == "" {
+		if h, _, err := net.SplitHostPort(opts.Control.Listen); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+			opts.DataHost = h
+		} else {
+			opts.DataHost = "127.0.0.1"
+		}
+	}
+	ecfg := opts.Engine
+	if ecfg.BlockTimeout == 0 {
+		// The bridge republishes for local RELIABLE KEEP_ALL readers: it
+		// waits for them like any reliable writer, but a message it gives
+		// up on is lost for good (it was consumed from the ring), so it
+		// waits long.
+		ecfg.BlockTimeout = 10 * time.Minute
+	}
+	dom, err := zerocopy.Open(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := OpenProvider(opts.Provider, opts.DataHost, log)
+	if err != nil {
+		dom.Close()
+		return nil, err
+	}
+	if opts.Mode == ring.WriteTwice && prov.Name() == "fabric:shm" {
+		prov.Close()
+		dom.Close()
+		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
+	}
+	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
+		quit: make(chan struct{}), peers: map[string]*peer{}, readers: map[*subLink]struct{}{}}
+	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
+	if err := b.startControl(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.serveStatus(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.wg.Add(1)
+	go b.watchGraph()
+	log.Info("bridge started", "host", hostID, "listen", b.ControlAddr(), "provider", prov.Name(),
+		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "per_topic", opts.PerTopic)
+	return b, nil
+}
+
+// Domain is the bridge's engine domain.
+func (b *Bridge) Domain() *zerocopy.Domain { return b.dom }
+
+// ProviderName names the data transport in use ("fabric:tcp", "plaintcp", …).
+func (b *Bridge) ProviderName() string { return b.prov.Name() }
+
+// Close stops every link and connection and waits for the goroutines.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	sessions := append([]*control.Session(nil), b.sessions...)
+	var links []interface{ stop() }
+	var guards []*zerocopy.GuardCondition
+	for _, p := range b.peers {
+		for _, l := range p.writers {
+			links = append(links, l)
+			guards = append(guards, l.wake)
+		}
+		for _, l := range p.readers {
+			links = append(links, l)
+		}
+	}
+	b.mu.Unlock()
+	close(b.quit)
+	if b.statusLn != nil {
+		b.statusLn.Close()
+	}
+	if b.listener != nil {
+		b.listener.Close()
+	}
+	for _, s := range sessions {
+		s.Close()
+	}
+	for _, l := range links {
+		l.stop()
+	}
+	b.wg.Wait()
+	for _, g := range guards {
+		g.Close()
+	}
+	b.prov.Close()
+	return b.dom.Close()
+}
+
+// watchGraph recomputes the local interest and graph whenever the
+// domain's graph changes, and tells the peers.
+func (b *Bridge) watchGraph() {
+	defer b.wg.Done()
+	gc := b.dom.NewGraphCondition()
+	items := []zerocopy.Waitable{gc}
+	ready := make([]bool, 1)
+	for {
+		gc.Reset()
+		b.refreshLocal()
+		select {
+		case <-b.quit:
+			return
+		default:
+		}
+		// The periodic pass also notices endpoints of processes that died
+		// (their slots are reclaimed by the engine's janitors).
+		zerocopy.Wait(items, ready, 500*time.Millisecond, 0)
+		b.expirePeers()
+	}
+}
+
+// refreshLocal scans the local graph; on a change it sends the new
+// interest or graph to every peer and lets the links adjust.
+func (b *Bridge) refreshLocal() {
+	topics, err := b.dom.Topics()
+	if err != nil {
+		b.log.Warn("reading the local graph", "err", err)
+		return
+	}
+	interest := map[string]topicInterest{}
+	pubs := map[string]pubSummary{}
+	g := graphMsg{Host: b.hostID}
+	for _, n := range b.dom.Nodes() {
+		g.Nodes = append(g.Nodes, graphNode{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
+	}
+	for _, ti := range topics {
+		eps, err := b.dom.Endpoints(ti.Name)
+		if err != nil {
+			continue
+		}
+		for _, ep := range eps {
+			if ep.Bridge {
+				continue
+			}
+			dev := ep.Path == "gpu-pool" || ep.Path == "host-shm-mapped"
+			g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, Kind: ep.Kind.String(),
+				Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
+			if ep.Kind == zerocopy.KindSubscription {
+				in, ok := interest[ep.Topic]
+				if !ok {
+					in = topicInterest{Topic: ep.Topic, Type: ep.Type}
+				}
+				in.Count++
+				in.Reliable = in.Reliable || ep.QoS.Reliability == qos.ReliabilityReliable
+				in.TransientLocal = in.TransientLocal || ep.QoS.Durability == qos.DurabilityTransientLocal
+				in.KeepAll = in.KeepAll || ep.QoS.History == qos.HistoryKeepAll
+				in.Depth = max(in.Depth, ep.QoS.Depth)
+				in.GPU = in.GPU || dev
+				interest[ep.Topic] = in
+			} else {
+				ps, ok := pubs[ep.Topic]
+				if !ok {
+					ps = pubSummary{typ: ep.Type, q: ep.QoS, allRel: true, allTL: true}
+				}
+				ps.count++
+				ps.allRel = ps.allRel && ep.QoS.Reliability == qos.ReliabilityReliable
+				ps.allTL = ps.allTL && ep.QoS.Durability == qos.DurabilityTransientLocal
+				ps.q.Depth = max(ps.q.Depth, ep.QoS.Depth)
+				if ep.QoS.History == qos.HistoryKeepAll {
+					ps.q.History = qos.HistoryKeepAll
+				}
+				if ps.q.Deadline == 0 || (ep.QoS.Deadline != 0 && ep.QoS.Deadline < ps.q.Deadline) {
+					ps.q.Deadline = ep.QoS.Deadline
+				}
+				ps.hasDevice = ps.hasDevice || dev
+				pubs[ep.Topic] = ps
+			}
+		}
+	}
+	sort.Slice(g.Endpoints, func(i, j int) bool {
+		a, c := g.Endpoints[i], g.Endpoints[j]
+		if a.Topic != c.Topic {
+			return a.Topic < c.Topic
+		}
+		return a.GID < c.GID
+	})
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	interestChanged := !sameInterest(b.local.interest, interest)
+	graphChanged := !sameGraph(b.local.graph, g)
+	pubsChanged := !samePubs(b.local.pubs, pubs)
+	b.local.interest, b.local.pubs, b.local.graph = interest, pubs, g
+	var conns []*control.Conn
+	var offers []func()
+	for _, p := range b.peers {
+		if c := p.conn(); c != nil {
+			conns = append(conns, c)
+		}
+		if interestChanged && b.opts.PerTopic {
+			offers = append(offers, b.offerTopicRingsLocked(p)...)
+		}
+	}
+	if pubsChanged || interestChanged {
+		b.adjustWritersLocked()
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		if interestChanged {
+			b.send(c, msgInterest, interestMsg{Topics: sortedInterest(interest)})
+		}
+		if graphChanged {
+			b.send(c, msgGraph, g)
+		}
+	}
+	for _, f := range offers {
+		f()
+	}
+}
+
+func sortedInterest(m map[string]topicInterest) []topicInterest {
+	out := make([]topicInterest, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	return out
+}
+
+func sameInterest(a, b map[string]topicInterest) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func samePubs(a, b map[string]pubSummary) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameGraph(a, b graphMsg) bool {
+	if a.Host != b.Host || len(a.Nodes) != len(b.Nodes) || len(a.Endpoints) != len(b.Endpoints) {
+		return false
+	}
+	for i := range a.Nodes {
+		if a.Nodes[i] != b.Nodes[i] {
+			return false
+		}
+	}
+	for i := range a.Endpoints {
+		x, y := a.Endpoints[i], b.Endpoints[i]
+		if x.Topic != y.Topic || x.GID != y.GID || x.Path != y.Path || string(x.QoS) != string(y.QoS) || x.Node != y.Node || x.Kind != y.Kind || x.Type != y.Type {
+			return false
+		}
+	}
+	return true
+}
+
+// send sends a control message, logging a failure (the session notices
+// a dead connection by itself).
+func (b *Bridge) send(c *control.Conn, t control.MsgType, v any) bool {
+	if err := c.Send(t, v); err != nil {
+		b.log.Debug("control send failed", "type", t, "err", err)
+		return false
+	}
+	return true
+}
+
+// conn returns a live control connection to the peer (the newest), or nil.
+func (p *peer) conn() *control.Conn {
+	for c := range p.conns {
+		return c
+	}
+	return nil
+}
+
+// wantedTopic is what a writer link should carry for one topic: the QoS
+// of its bridge subscription and of the publisher the reader creates.
+type wantedTopic struct {
+	typ    string
+	subQoS qos.Profile // the bridge subscription on this host
+	pubQoS qos.Profile // what this host's publishers offer (for the remote bridge publisher)
+}
+
+// wantedLocked computes the topics a writer link to p should carry: those
+// the peer subscribes to and this host publishes. Must hold b.mu.
+func (b *Bridge) wantedLocked(p *peer, only string) map[string]wantedTopic {
+	out := map[string]wantedTopic{}
+	for name, in := range p.interest {
+		if only != "" && name != only {
+			continue
+		}
+		ps, ok := b.local.pubs[name]
+		if !ok || ps.typ != in.Type {
+			continue
+		}
+		sq := qos.Profile{History: qos.HistoryKeepLast, Depth: max(in.Depth, 1), Reliability: qos.ReliabilityBestEffort, Durability: qos.DurabilityVolatile}
+		// Match every local publisher (ROS rules): reliable and transient-
+		// local only when all of them offer it.
+		if in.Reliable && ps.allRel {
+			sq.Reliability = qos.ReliabilityReliable
+			if in.KeepAll {
+				sq.History, sq.Depth = qos.HistoryKeepAll, 0
+			}
+		}
+		if in.TransientLocal && ps.allTL {
+			sq.Durability = qos.DurabilityTransientLocal
+		}
+		if sq.History == qos.HistoryKeepLast && sq.Depth > 1024 {
+			sq.Depth = 1024
+		}
+		pq := ps.q
+		pq.Reliability = qos.ReliabilityBestEffort
+		if ps.allRel {
+			pq.Reliability = qos.ReliabilityReliable
+		}
+		pq.Durability = qos.DurabilityVolatile
+		if ps.allTL {
+			pq.Durability = qos.DurabilityTransientLocal
+		}
+		if pq.History == qos.HistoryKeepAll || pq.Depth == 0 {
+			pq.History, pq.Depth = qos.HistoryKeepLast, max(pq.Depth, 1)
+		}
+		pq.Depth = min(pq.Depth, 1024)
+		pq.Lifespan, pq.LivelinessLease = 0, 0
+		out[name] = wantedTopic{typ: in.Type, subQoS: sq, pubQoS: pq}
+	}
+	return out
+}
+
+// adjustWritersLocked hands every writer link its wanted topics. Must
+// hold b.mu.
+func (b *Bridge) adjustWritersLocked() {
+	for _, p := range b.peers {
+		for _, l := range p.writers {
+			l.setWanted(b.wantedLocked(p, l.only))
+		}
+	}
+}

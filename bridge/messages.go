@@ -1,0 +1,171 @@
+package bridge
+
+import (
+	"fmt"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// Control messages between daemons, after the handshake (package control
+// frames them; types 16 and up are ours). Every message is a full
+// statement of state, so repeating one is harmless.
+const (
+	// msgInterest: the sender's topics with local subscriptions (replaces
+	// the previous statement).
+	msgInterest control.MsgType = 16
+	// msgGraph: the sender's local graph (nodes and endpoints, bridge
+	// endpoints excluded), for graph queries on the receiver.
+	msgGraph control.MsgType = 17
+	// msgRingOffer: reader → writer, a ring in the reader's memory and the
+	// transport address to connect to it (also after a link failure, with
+	// the reader's Head).
+	msgRingOffer control.MsgType = 18
+	// msgRingAccept: writer → reader, the writer connected; where to write
+	// head write-backs, and the position it restarts at.
+	msgRingAccept control.MsgType = 19
+	// msgTopicMap: writer → reader, the topic behind a topic id of a ring,
+	// sent before the first record with that id.
+	msgTopicMap control.MsgType = 20
+	// msgRingDown: either side, the data link of a ring failed; the
+	// reader offers it again.
+	msgRingDown control.MsgType = 21
+)
+
+// topicInterest is what the subscriptions of one topic on the sender's
+// host need, merged: the strongest reliability and durability any of
+// them asks for and the deepest history.
+type topicInterest struct {
+	Topic          string `json:"topic"`
+	Type           string `json:"type"`
+	Reliable       bool   `json:"reliable"`
+	TransientLocal bool   `json:"transient_local"`
+	KeepAll        bool   `json:"keep_all"`
+	Depth          uint32 `json:"depth"`
+	GPU            bool   `json:"gpu"` // some subscription reads device memory
+	Count          int    `json:"count"`
+}
+
+type interestMsg struct {
+	Topics []topicInterest `json:"topics"`
+}
+
+type graphNode struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Enclave   string `json:"enclave"`
+}
+
+type graphEndpoint struct {
+	Topic string `json:"topic"`
+	Type  string `json:"type"`
+	Kind  string `json:"kind"` // "publisher" or "subscription"
+	Node  string `json:"node"`
+	GID   string `json:"gid"`
+	QoS   []byte `json:"qos"` // qos.Encode, 48 bytes
+	Path  string `json:"path"`
+}
+
+type graphMsg struct {
+	Host      string          `json:"host"`
+	Nodes     []graphNode     `json:"nodes"`
+	Endpoints []graphEndpoint `json:"endpoints"`
+}
+
+// region is transport.RemoteRegion on the wire.
+type region struct {
+	Addr uint64 `json:"addr"`
+	Key  uint64 `json:"key"`
+	Len  uint64 `json:"len"`
+}
+
+func toRegion(r transport.RemoteRegion) region { return region{r.Addr, r.Key, r.Len} }
+func (r region) remote() transport.RemoteRegion {
+	return transport.RemoteRegion{Addr: r.Addr, Key: r.Key, Len: r.Len}
+}
+
+type ringOffer struct {
+	Ring        uint32 `json:"ring"`
+	Topic       string `json:"topic,omitempty"` // per-topic ring; "" carries every topic
+	ReaderEpoch uint64 `json:"reader_epoch"`
+	Size        uint64 `json:"size"`
+	Base        uint64 `json:"base"`
+	MaxChunk    uint64 `json:"max_chunk"`
+	Mode        uint8  `json:"mode"`
+	Watermark   uint8  `json:"watermark"`
+	CompactImm  bool   `json:"compact_imm"`
+	Region      region `json:"region"`
+	TailOff     uint64 `json:"tail_off"` // the 8-byte tail slot (write-twice)
+	Provider    string `json:"provider"`
+	Addr        string `json:"addr"`
+	Head        uint64 `json:"head"`
+	// Offer numbers the reader's offers of this ring: the accept names
+	// the one it answers, so a late answer to an older offer is ignored.
+	Offer uint64 `json:"offer"`
+}
+
+// config is the ring configuration the offer describes.
+func (o *ringOffer) config() ring.Config {
+	return ring.Config{Size: o.Size, Base: o.Base, MaxChunk: o.MaxChunk, Mode: ring.Mode(o.Mode),
+		Watermark: ring.Watermark(o.Watermark), CompactImm: o.CompactImm}
+}
+
+// validate checks an offer against the wire format and the region it
+// names: a ring or tail slot outside the registered region is refused
+// before anything is written.
+func (o *ringOffer) validate() (ring.Config, error) {
+	c, err := o.config().Validate()
+	if err != nil {
+		return c, fmt.Errorf("ring %d: %w", o.Ring, err)
+	}
+	if o.Region.Len < o.Base || o.Region.Len-o.Base < o.Size {
+		return c, fmt.Errorf("%w: ring %d of %d bytes at base %d lies outside the %d-byte registered region", ErrBadOffer, o.Ring, o.Size, o.Base, o.Region.Len)
+	}
+	if c.Mode == ring.WriteTwice && (o.Region.Len < 8 || o.TailOff > o.Region.Len-8 || o.TailOff%8 != 0 ||
+		(o.TailOff+8 > o.Base && o.TailOff < o.Base+o.Size)) {
+		return c, fmt.Errorf("%w: ring %d: tail slot at %d is outside the %d-byte region, misaligned or inside the ring", ErrBadOffer, o.Ring, o.TailOff, o.Region.Len)
+	}
+	if o.Head%ring.Align != 0 {
+		return c, fmt.Errorf("%w: ring %d: head %d is not a multiple of %d", ErrBadOffer, o.Ring, o.Head, ring.Align)
+	}
+	if o.Addr == "" {
+		return c, fmt.Errorf("%w: ring %d: no transport address", ErrBadOffer, o.Ring)
+	}
+	return c, nil
+}
+
+type ringAccept struct {
+	Ring        uint32 `json:"ring"`
+	ReaderEpoch uint64 `json:"reader_epoch"`
+	WriterEpoch uint64 `json:"writer_epoch"`
+	HeadRegion  region `json:"head_region"` // 8-byte DelayedHead word at offset 0
+	Restart     uint64 `json:"restart"`
+	Offer       uint64 `json:"offer"`
+}
+
+type topicMap struct {
+	Ring        uint32 `json:"ring"`
+	ReaderEpoch uint64 `json:"reader_epoch"`
+	ID          uint32 `json:"id"`
+	Topic       string `json:"topic"`
+	Type        string `json:"type"`
+	// QoS is what the writer's publishers of the topic offer, merged
+	// (qos.Encode): the reader's bridge publisher offers the same.
+	QoS []byte `json:"qos"`
+}
+
+type ringDown struct {
+	Ring uint32 `json:"ring"`
+	// FromReader: the sender is the ring's reader (the ring id is its);
+	// otherwise the sender writes into the receiver's ring.
+	FromReader bool   `json:"from_reader"`
+	Reason     string `json:"reason"`
+}
+
+func encodeQoS(p qos.Profile) []byte {
+	b := make([]byte, qos.EncodedSize)
+	p.Encode(b)
+	return b
+}

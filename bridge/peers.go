@@ -1,0 +1,367 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// startControl listens for peers and dials the configured ones.
+func (b *Bridge) startControl() error {
+	hs := control.HandshakeConfig{Secret: b.secret, HostID: b.hostID, Name: "rgapsd", Domain: int(b.opts.Engine.Domain)}
+	if b.opts.Control.Listen != "" {
+		ln, err := control.Listen(b.opts.Control.Listen, hs, b.log)
+		if err != nil {
+			return fmt.Errorf("control listener: %w", err)
+		}
+		b.listener = ln
+		b.wg.Add(1)
+		go b.acceptLoop(hs)
+	}
+	for _, p := range b.opts.Control.Peers {
+		s, err := control.NewSession(b.sessionConfig(control.SessionConfig{Peer: p, Handshake: hs}))
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.sessions = append(b.sessions, s)
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// ControlAddr is the address the control listener is bound to ("" if none).
+func (b *Bridge) ControlAddr() string {
+	if b.listener == nil {
+		return ""
+	}
+	return b.listener.Addr().String()
+}
+
+func (b *Bridge) acceptLoop(hs control.HandshakeConfig) {
+	defer b.wg.Done()
+	for {
+		c, hello, err := b.listener.Accept()
+		if err != nil {
+			select {
+			case <-b.quit:
+				return
+			default:
+			}
+			if errors.Is(err, control.ErrClosed) {
+				return
+			}
+			continue // a failed handshake: logged by the listener
+		}
+		s, err := control.NewSession(b.sessionConfig(control.SessionConfig{Established: c, EstablishedPeer: hello, Handshake: hs}))
+		if err != nil {
+			c.Close()
+			continue
+		}
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			s.Close()
+			return
+		}
+		b.sessions = append(b.sessions, s)
+		b.mu.Unlock()
+		// Accepted sessions end with their connection; forget them then.
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			select {
+			case <-s.Done():
+			case <-b.quit:
+				return
+			}
+			b.mu.Lock()
+			for i, x := range b.sessions {
+				if x == s {
+					b.sessions = append(b.sessions[:i], b.sessions[i+1:]...)
+					break
+				}
+			}
+			b.mu.Unlock()
+		}()
+	}
+}
+
+// sessionConfig fills in the callbacks: each session tracks its current
+// connection and peer host in the closure (callbacks of one session are
+// never concurrent).
+func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
+	sc.Log = b.log
+	sc.Heartbeat = b.opts.Control.Heartbeat
+	sc.DeadAfter = b.opts.Control.DeadAfter
+	var cur *control.Conn
+	var host string
+	sc.OnUp = func(c *control.Conn, h control.Hello) {
+		cur, host = c, h.HostID
+		b.peerUp(host, c)
+	}
+	sc.OnMessage = func(t control.MsgType, payload []byte) {
+		if err := b.handle(host, cur, t, payload); err != nil {
+			b.log.Warn("control message refused", "peer", host, "type", int(t), "err", err)
+		}
+	}
+	sc.OnDown = func(err error) {
+		b.peerDown(host, cur, err)
+		cur = nil
+	}
+	return sc
+}
+
+// peerUp registers a control connection; the first one brings the peer
+// up: it gets our interest and graph, and (one ring per host pair) a ring
+// to write into.
+func (b *Bridge) peerUp(host string, c *control.Conn) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	p := b.peers[host]
+	if p == nil {
+		p = &peer{host: host, conns: map[*control.Conn]struct{}{}, interest: map[string]topicInterest{},
+			readers: map[uint32]*subLink{}, writers: map[uint32]*pubLink{}}
+		b.peers[host] = p
+	}
+	first := len(p.conns) == 0
+	p.conns[c] = struct{}{}
+	p.downSince = time.Time{}
+	var offers []func()
+	if first {
+		p.upSince = time.Now()
+		b.log.Info("peer up", "peer", host, "addr", c.RemoteAddr().String())
+		offers = b.offerRingsLocked(p)
+	}
+	interest, g := sortedInterest(b.local.interest), b.local.graph
+	b.mu.Unlock()
+	b.send(c, msgInterest, interestMsg{Topics: interest})
+	b.send(c, msgGraph, g)
+	for _, f := range offers {
+		f()
+	}
+}
+
+// peerDown forgets a control connection. When the last one goes, the
+// peer's data links are torn down (writers keep their unacknowledged
+// records, readers their position) until it comes back.
+func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
+	b.mu.Lock()
+	p := b.peers[host]
+	if p == nil || c == nil {
+		b.mu.Unlock()
+		return
+	}
+	delete(p.conns, c)
+	if len(p.conns) != 0 || b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.log.Warn("peer down", "peer", host, "err", err)
+	var links []interface{ linkDown(string) }
+	for _, l := range p.writers {
+		links = append(links, l)
+	}
+	for _, l := range p.readers {
+		links = append(links, l)
+	}
+	// Its interest stays for PeerExpiry: the bridge subscriptions keep
+	// queueing (RELIABLE KEEP_ALL ones hold the publishers back), so a
+	// peer that comes back loses nothing (expirePeers forgets it after).
+	p.downSince = time.Now()
+	b.mu.Unlock()
+	for _, l := range links {
+		l.linkDown("control connection lost")
+	}
+}
+
+// offerRingsLocked creates the reader links a peer should write into: one
+// per host pair, or one per locally subscribed topic. It returns the
+// sends to make after unlocking. Must hold b.mu.
+func (b *Bridge) offerRingsLocked(p *peer) []func() {
+	if b.opts.PerTopic {
+		return b.offerTopicRingsLocked(p)
+	}
+	var out []func()
+	if len(p.readers) == 0 {
+		out = append(out, b.newReaderLocked(p, ""))
+	} else {
+		for _, l := range p.readers {
+			out = append(out, l.reoffer)
+		}
+	}
+	return out
+}
+
+// offerTopicRingsLocked offers a ring for every locally subscribed topic
+// that has none from this peer, and re-offers the existing ones. Must
+// hold b.mu.
+func (b *Bridge) offerTopicRingsLocked(p *peer) []func() {
+	if len(p.conns) == 0 {
+		return nil
+	}
+	var out []func()
+	have := map[string]bool{}
+	for _, l := range p.readers {
+		have[l.only] = true
+	}
+	for name := range b.local.interest {
+		if !have[name] {
+			out = append(out, b.newReaderLocked(p, name))
+		}
+	}
+	return out
+}
+
+// handle processes one control message from a peer.
+func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload []byte) error {
+	switch t {
+	case msgInterest:
+		var m interestMsg
+		if err := control.Decode(payload, &m); err != nil {
+			return err
+		}
+		in := map[string]topicInterest{}
+		for _, ti := range m.Topics {
+			if ti.Topic == "" || ti.Type == "" || ti.Depth > 1<<20 {
+				return fmt.Errorf("%w: bad topic interest %+v", control.ErrProtocol, ti)
+			}
+			in[ti.Topic] = ti
+		}
+		b.mu.Lock()
+		if p := b.peers[host]; p != nil {
+			p.interest = in
+			b.adjustWritersLocked()
+		}
+		b.mu.Unlock()
+	case msgGraph:
+		var g graphMsg
+		if err := control.Decode(payload, &g); err != nil {
+			return err
+		}
+		for _, ep := range g.Endpoints {
+			if _, err := qos.Decode(ep.QoS); err != nil {
+				return fmt.Errorf("%w: endpoint %s of %s: %v", control.ErrProtocol, ep.GID, ep.Topic, err)
+			}
+		}
+		b.mu.Lock()
+		if p := b.peers[host]; p != nil {
+			p.graph = g
+		}
+		b.mu.Unlock()
+	case msgRingOffer:
+		var o ringOffer
+		if err := control.Decode(payload, &o); err != nil {
+			return err
+		}
+		return b.onOffer(host, c, &o)
+	case msgRingAccept:
+		var a ringAccept
+		if err := control.Decode(payload, &a); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		var l *subLink
+		if p := b.peers[host]; p != nil {
+			l = p.readers[a.Ring]
+		}
+		b.mu.Unlock()
+		if l == nil {
+			return fmt.Errorf("%w: accept for unknown ring %d", control.ErrProtocol, a.Ring)
+		}
+		return l.onAccept(&a)
+	case msgTopicMap:
+		var m topicMap
+		if err := control.Decode(payload, &m); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		var l *subLink
+		if p := b.peers[host]; p != nil {
+			l = p.readers[m.Ring]
+		}
+		b.mu.Unlock()
+		if l == nil {
+			return fmt.Errorf("%w: topic map for unknown ring %d", control.ErrProtocol, m.Ring)
+		}
+		return l.onTopicMap(&m)
+	case msgRingDown:
+		var m ringDown
+		if err := control.Decode(payload, &m); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		var l interface{ linkDown(string) }
+		if p := b.peers[host]; p != nil {
+			if m.FromReader {
+				if w := p.writers[m.Ring]; w != nil {
+					l = w
+				}
+			} else if r := p.readers[m.Ring]; r != nil {
+				l = r
+			}
+		}
+		b.mu.Unlock()
+		if l != nil {
+			l.linkDown("peer reports: " + m.Reason)
+		}
+	default:
+		return fmt.Errorf("%w: unknown message type %d", control.ErrProtocol, t)
+	}
+	return nil
+}
+
+// onOffer takes a ring offer: validated against the region it names, then
+// handed to the writer link for that ring (created on first offer).
+func (b *Bridge) onOffer(host string, c *control.Conn, o *ringOffer) error {
+	cfg, err := o.validate()
+	if err != nil {
+		return err
+	}
+	cfg.NoChunking = b.opts.NoChunking // the writer's policy
+	if o.Provider != b.prov.Name() {
+		return fmt.Errorf("%w: ring %d uses provider %s, this daemon %s", ErrBadOffer, o.Ring, o.Provider, b.prov.Name())
+	}
+	b.mu.Lock()
+	p := b.peers[host]
+	if p == nil || b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	l := p.writers[o.Ring]
+	if l == nil {
+		l = newPubLink(b, p.host, o.Ring, o.Topic)
+		p.writers[o.Ring] = l
+		l.setWanted(b.wantedLocked(p, o.Topic))
+		b.wg.Add(1)
+		go l.run()
+	}
+	b.mu.Unlock()
+	l.offer(o, cfg, c)
+	return nil
+}
+
+// expirePeers forgets the interest and graph of peers down for longer
+// than PeerExpiry: their bridge subscriptions close.
+func (b *Bridge) expirePeers() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := false
+	for _, p := range b.peers {
+		if len(p.conns) == 0 && !p.downSince.IsZero() && time.Since(p.downSince) > b.opts.PeerExpiry && len(p.interest) > 0 {
+			b.log.Warn("peer gone: its subscriptions are forgotten", "peer", p.host, "down_for", time.Since(p.downSince).Round(time.Second))
+			p.interest = map[string]topicInterest{}
+			p.graph = graphMsg{}
+			changed = true
+		}
+	}
+	if changed {
+		b.adjustWritersLocked()
+	}
+}

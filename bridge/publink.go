@@ -1,0 +1,637 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// Layout of a writer's registered memory (local): the DelayedHead word the
+// reader writes back into, then per in-flight record a header slot, a pad
+// header slot (write-twice) and a tail word (write-twice).
+const (
+	wHeadOff  = 0
+	wSlotsOff = 4096
+	wSlotSize = 3 * ring.HeaderSize
+	wLocalLen = wSlotsOff + maxInFlight*wSlotSize
+)
+
+// BridgeNode is the node name the bridge's endpoints carry.
+const BridgeNode = "/_rgaps_bridge"
+
+// pubLink is the publish manager of one ring: it takes samples from
+// bridge subscriptions of the topics the remote host wants, and writes
+// them into the remote ring one-sidedly (header and payload straight from
+// the shared pool, no copy), keeping each sample until the remote Head
+// has passed its last record. One goroutine (run) owns everything below
+// "goroutine state"; other goroutines talk to it through mu and wake.
+type pubLink struct {
+	b    *Bridge
+	host string
+	id   uint32
+	only string // per-topic ring: its topic
+
+	wake *zerocopy.GuardCondition
+
+	// mu guards the requests below.
+	mu        sync.Mutex
+	nextOffer *pendingOffer
+	want      map[string]wantedTopic
+	wantGen   uint64
+	downNote  string
+	stopped   bool
+
+	// goroutine state
+	epoch       uint64 // this writer's instance: a restarted daemon has another
+	readerEpoch uint64
+	cfg         ring.Config
+	w           *ring.Writer
+	ep          transport.Endpoint
+	ctl         *control.Conn
+	remote      transport.RemoteRegion
+	tailOff     uint64
+	local       transport.Region
+	lastHead    uint64
+	slotCtr     uint64
+	topics      map[string]*outTopic
+	byID        map[uint32]*outTopic
+	order       []*outTopic // round robin
+	rr          int
+	nextID      uint32
+	seenWant    uint64
+	curWant     map[string]wantedTopic
+	fl          []flight // committed (or to resend) records, oldest first
+	fh          int      // first live flight
+	rs          int      // first flight still to (re)send after a rewind
+	cur         *message // message being written
+	acked       []ring.Record
+	imms        [4]uint64
+
+	stats LinkStats
+}
+
+// LinkStats are a link's counters.
+type LinkStats struct {
+	Messages  atomic.Uint64 // messages written (writer) or delivered (reader)
+	Bytes     atomic.Uint64 // payload bytes
+	Records   atomic.Uint64
+	Resent    atomic.Uint64 // records written again after a link failure
+	Dropped   atomic.Uint64 // BEST_EFFORT messages dropped at a full ring; refused messages
+	Dups      atomic.Uint64 // duplicates suppressed (reader)
+	Failures  atomic.Uint64 // data-link failures
+	WriteBack atomic.Uint64 // head write-backs (reader)
+}
+
+type pendingOffer struct {
+	o   ringOffer
+	cfg ring.Config
+	ctl *control.Conn
+}
+
+// outTopic is one topic a writer carries: its bridge subscription and the
+// registration of its pool.
+type outTopic struct {
+	id        uint32
+	name, typ string
+	want      wantedTopic
+	sub       *zerocopy.Subscription
+	reg       transport.Region
+	seq       uint64
+	announced bool // topic map sent to the current reader
+	removing  bool
+	refs      int // flights and the current message using it
+}
+
+// flight is one committed record: what it carries, so it can be written
+// again after a link failure, and the sample to return once acknowledged.
+type flight struct {
+	ot      *outTopic
+	smp     *zerocopy.Sample
+	hdr     ring.Header
+	off     uint64 // payload offset in the message
+	lastRec bool
+}
+
+// message is a sample being written, chunk by chunk.
+type message struct {
+	ot     *outTopic
+	smp    *zerocopy.Sample
+	chunks uint32
+	next   uint32
+	seq    uint64
+}
+
+func newPubLink(b *Bridge, host string, id uint32, only string) *pubLink {
+	return &pubLink{b: b, host: host, id: id, only: only, wake: b.dom.NewGuardCondition(), epoch: randomEpoch(),
+		topics: map[string]*outTopic{}, byID: map[uint32]*outTopic{}, nextID: 1}
+}
+
+// setWanted replaces the topics the link should carry. Called with b.mu
+// held; takes only l.mu.
+func (l *pubLink) setWanted(w map[string]wantedTopic) {
+	l.mu.Lock()
+	l.want = w
+	l.wantGen++
+	l.mu.Unlock()
+	l.wake.Trigger()
+}
+
+func (l *pubLink) offer(o *ringOffer, cfg ring.Config, ctl *control.Conn) {
+	l.mu.Lock()
+	l.nextOffer = &pendingOffer{o: *o, cfg: cfg, ctl: ctl}
+	l.mu.Unlock()
+	l.wake.Trigger()
+}
+
+func (l *pubLink) linkDown(reason string) {
+	l.mu.Lock()
+	l.downNote = reason
+	l.mu.Unlock()
+	l.wake.Trigger()
+}
+
+func (l *pubLink) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.wake.Trigger()
+}
+
+func (l *pubLink) run() {
+	defer l.b.wg.Done()
+	defer l.shutdown()
+	var items []zerocopy.Waitable
+	var ready []bool
+	for {
+		l.mu.Lock()
+		stopped, off, down, want, gen := l.stopped, l.nextOffer, l.downNote, l.want, l.wantGen
+		l.nextOffer, l.downNote = nil, ""
+		l.mu.Unlock()
+		if stopped {
+			return
+		}
+		l.wake.Reset()
+		if down != "" && l.ep != nil {
+			l.fail(errors.New(down), false)
+		}
+		if off != nil {
+			if err := l.connect(off); err != nil {
+				l.b.log.Warn("data link not established", "peer", l.host, "ring", l.id, "err", err)
+				l.fail(err, true)
+			}
+		}
+		if gen != l.seenWant {
+			l.seenWant, l.curWant = gen, want
+			l.applyWanted()
+		} else if l.collect() {
+			l.applyWanted()
+		}
+		progressed, blocked := false, false
+		if l.ep != nil {
+			var err error
+			progressed, blocked, err = l.pump()
+			if err != nil {
+				l.fail(err, true)
+				continue
+			}
+		}
+		if progressed {
+			continue
+		}
+		// Nothing more to do right now: wait for a sample, a request, or
+		// (with records in flight) the next head write-back, which lands
+		// only while this side polls the transport.
+		timeout := 100 * time.Millisecond
+		if l.ep != nil && (blocked || l.inFlight() > 0) {
+			if blocked {
+				// Ring or in-flight limit full: poll closely for the head.
+				time.Sleep(20 * time.Microsecond)
+				continue
+			}
+			timeout = time.Millisecond
+		}
+		items, ready = l.waitItems(items[:0], ready)
+		zerocopy.Wait(items, ready, timeout, 0)
+	}
+}
+
+func (l *pubLink) waitItems(items []zerocopy.Waitable, ready []bool) ([]zerocopy.Waitable, []bool) {
+	items = append(items, l.wake)
+	if l.ep != nil && l.cur == nil && l.rs == len(l.fl) {
+		for _, ot := range l.order {
+			if !ot.removing {
+				items = append(items, ot.sub)
+			}
+		}
+	}
+	if cap(ready) < len(items) {
+		ready = make([]bool, len(items))
+	}
+	return items, ready[:len(items)]
+}
+
+func (l *pubLink) inFlight() int { return len(l.fl) - l.fh }
+
+// connect (re)establishes the data link for an offer. A new reader (its
+// epoch changed: the remote daemon restarted) or new ring parameters get
+// a fresh writer and every unacknowledged record is written again from
+// position 0; the same reader gets the records after its Head.
+func (l *pubLink) connect(p *pendingOffer) error {
+	if l.ep != nil {
+		l.ep.Close()
+		l.ep = nil
+	}
+	if l.local == nil {
+		reg, err := l.b.prov.Alloc(wLocalLen)
+		if err != nil {
+			return fmt.Errorf("registering the writer's memory: %w", err)
+		}
+		l.local = reg
+	}
+	o := &p.o
+	if l.w == nil || o.ReaderEpoch != l.readerEpoch || p.cfg != l.cfg {
+		if l.w != nil {
+			l.b.log.Warn("remote reader restarted: unacknowledged messages are written again (the reader lost its duplicate state)",
+				"peer", l.host, "ring", l.id, "unacknowledged", l.inFlight())
+		}
+		w, err := ring.NewWriter(p.cfg)
+		if err != nil {
+			return err
+		}
+		l.w, l.cfg, l.readerEpoch = w, p.cfg, o.ReaderEpoch
+		for _, ot := range l.topics {
+			ot.announced = false
+		}
+		l.restartMessage()
+	} else {
+		if o.Head != l.w.DelayedHead() {
+			if err := l.w.OnHeadUpdate(o.Head); err != nil {
+				return fmt.Errorf("%w: resync head: %v", ErrBadOffer, err)
+			}
+		}
+		l.ack()
+		l.w.Rewind(nil)
+	}
+	l.rs = l.fh // everything not acknowledged is written again
+	binary.LittleEndian.PutUint64(l.local.Bytes()[wHeadOff:], l.w.DelayedHead())
+	l.lastHead = l.w.DelayedHead()
+	ep, err := l.b.prov.Dial(o.Addr)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", o.Addr, err)
+	}
+	l.ep, l.ctl, l.remote, l.tailOff = ep, p.ctl, o.Region.remote(), o.TailOff
+	hr := toRegion(l.local.Desc())
+	hr.Len = 8
+	if !l.b.send(l.ctl, msgRingAccept, ringAccept{Ring: l.id, ReaderEpoch: o.ReaderEpoch, WriterEpoch: l.epoch, HeadRegion: hr, Restart: l.w.Tail(), Offer: o.Offer}) {
+		return errors.New("control connection lost while accepting the ring")
+	}
+	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
+	return nil
+}
+
+// restartMessage makes a new reader's first record a message's first
+// chunk: when the oldest unacknowledged record is a later chunk (the old
+// reader acknowledged the first ones), the flights of the earlier chunks
+// are put back in front of it.
+func (l *pubLink) restartMessage() {
+	if l.fh == len(l.fl) {
+		return
+	}
+	first := l.fl[l.fh]
+	if first.hdr.Chunk == 0 {
+		return
+	}
+	var pre []flight
+	for c := uint32(0); c < first.hdr.Chunk; c++ {
+		// Chunk boundaries come from the message's own first chunk: every
+		// chunk but the last carries the same payload length.
+		n := first.off / uint64(first.hdr.Chunk)
+		h := first.hdr
+		h.Chunk, h.PayloadLen = c, n
+		pre = append(pre, flight{ot: first.ot, smp: first.smp, hdr: h, off: uint64(c) * n})
+		first.ot.refs++
+	}
+	rest := append([]flight(nil), l.fl[l.fh:]...)
+	l.fl = append(pre, rest...)
+	l.fh, l.rs = 0, 0
+}
+
+// fail tears the data link down; records in flight stay for the next one.
+func (l *pubLink) fail(err error, tell bool) {
+	if l.ep == nil {
+		return
+	}
+	l.stats.Failures.Add(1)
+	l.b.log.Warn("data link down (writer)", "peer", l.host, "ring", l.id, "err", err)
+	l.ep.Close()
+	l.ep = nil
+	if tell && l.ctl != nil {
+		l.b.send(l.ctl, msgRingDown, ringDown{Ring: l.id, FromReader: false, Reason: err.Error()})
+	}
+}
+
+// applyWanted opens bridge subscriptions for wanted topics that have none
+// and retires the ones no longer wanted (or whose QoS must change: the new
+// subscription is opened once the old one has drained).
+func (l *pubLink) applyWanted() {
+	for name, ot := range l.topics {
+		w, ok := l.curWant[name]
+		ot.removing = !ok || w != ot.want
+	}
+	l.collect()
+	for name, w := range l.curWant {
+		if _, ok := l.topics[name]; ok {
+			continue
+		}
+		sub, err := l.b.dom.NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: w.typ, Node: BridgeNode, QoS: w.subQoS, Bridge: true})
+		if err != nil {
+			l.b.log.Warn("bridge subscription", "topic", name, "err", err)
+			continue
+		}
+		reg, err := l.b.prov.Register(sub.HostPool())
+		if err != nil {
+			sub.Close()
+			l.b.log.Warn("registering the topic pool", "topic", name, "err", err)
+			continue
+		}
+		ot := &outTopic{id: l.nextID, name: name, typ: w.typ, want: w, sub: sub, reg: reg}
+		l.nextID++
+		l.topics[name] = ot
+		l.byID[ot.id] = ot
+		l.order = append(l.order, ot)
+		l.b.log.Info("forwarding topic", "peer", l.host, "ring", l.id, "topic", name, "reliability", w.subQoS.Reliability.String(), "durability", w.subQoS.Durability.String())
+	}
+}
+
+// collect closes retired topics nobody uses any more; it reports whether
+// it closed any (a wanted topic may then be opened again).
+func (l *pubLink) collect() bool {
+	closed := false
+	for name, ot := range l.topics {
+		if !ot.removing || ot.refs > 0 {
+			continue
+		}
+		ot.reg.Close()
+		ot.sub.Close()
+		delete(l.topics, name)
+		delete(l.byID, ot.id)
+		for i, x := range l.order {
+			if x == ot {
+				l.order = append(l.order[:i], l.order[i+1:]...)
+				break
+			}
+		}
+		closed = true
+	}
+	return closed
+}
+
+// ack applies the head the reader wrote back: acknowledged records are
+// done, and a sample is returned with its last record.
+func (l *pubLink) ack() {
+	l.acked = l.w.Acked(l.acked[:0])
+	for range l.acked {
+		f := &l.fl[l.fh]
+		if f.lastRec {
+			f.smp.Return()
+			l.stats.Messages.Add(1)
+		}
+		f.ot.refs--
+		*f = flight{}
+		l.fh++
+		if l.rs < l.fh {
+			l.rs = l.fh
+		}
+	}
+	if l.fh > 1024 && l.fh*2 > len(l.fl) {
+		n := copy(l.fl, l.fl[l.fh:])
+		l.rs -= l.fh
+		l.fl = l.fl[:n]
+		l.fh = 0
+	}
+}
+
+// pump polls the transport, applies head updates, writes what can be
+// written. progressed: something moved; blocked: data is waiting for ring
+// space or in-flight room.
+func (l *pubLink) pump() (progressed, blocked bool, err error) {
+	if _, err := l.ep.Poll(l.imms[:]); err != nil {
+		return false, false, err
+	}
+	if h := binary.LittleEndian.Uint64(l.local.Bytes()[wHeadOff:]); h != l.lastHead {
+		if err := l.w.OnHeadUpdate(h); err != nil {
+			return false, false, fmt.Errorf("head write-back: %w", err)
+		}
+		l.lastHead = h
+		l.ack()
+		if l.collect() {
+			l.applyWanted()
+		}
+		progressed = true
+	}
+	// Records to write again after a link failure come first, in order.
+	for l.rs < len(l.fl) {
+		if err := l.announce(l.fl[l.rs].ot); err != nil {
+			return progressed, false, err
+		}
+		ok, err := l.post(&l.fl[l.rs])
+		if err != nil || !ok {
+			return progressed, !ok, err
+		}
+		l.stats.Resent.Add(1)
+		l.rs++
+		progressed = true
+	}
+	for budget := 64; budget > 0; budget-- {
+		if l.cur == nil && !l.next() {
+			return progressed, false, nil
+		}
+		ok, err := l.writeChunk()
+		if err != nil {
+			return progressed, false, err
+		}
+		if !ok {
+			return progressed, true, nil
+		}
+		progressed = true
+	}
+	return progressed, false, nil
+}
+
+// next takes the next sample, round robin over the topics. It reports
+// whether there is a current message.
+func (l *pubLink) next() bool {
+	for i := 0; i < len(l.order); i++ {
+		ot := l.order[(l.rr+i)%len(l.order)]
+		if ot.removing {
+			continue
+		}
+		smp, err := ot.sub.Take()
+		if err != nil {
+			continue // no data, or all our holds in use until acks come
+		}
+		l.rr = (l.rr + i + 1) % len(l.order)
+		chunks, err := l.w.Chunks(uint64(smp.Size()))
+		if err != nil {
+			l.b.log.Error("message refused", "topic", ot.name, "size", smp.Size(), "err", err)
+			l.stats.Dropped.Add(1)
+			smp.Return()
+			continue
+		}
+		ot.seq++
+		ot.refs++
+		l.cur = &message{ot: ot, smp: smp, chunks: chunks, seq: ot.seq}
+		return true
+	}
+	return false
+}
+
+// announce tells the reader which topic an id stands for, once per
+// reader, before the first record with that id.
+func (l *pubLink) announce(ot *outTopic) error {
+	if ot.announced {
+		return nil
+	}
+	if !l.b.send(l.ctl, msgTopicMap, topicMap{Ring: l.id, ReaderEpoch: l.readerEpoch, ID: ot.id, Topic: ot.name, Type: ot.typ, QoS: encodeQoS(ot.want.pubQoS)}) {
+		return errors.New("control connection lost")
+	}
+	ot.announced = true
+	return nil
+}
+
+// writeChunk writes the current message's next chunk. ok is false when
+// the ring (or the in-flight limit) has no room: BEST_EFFORT messages are
+// then dropped before their first chunk, RELIABLE ones wait.
+func (l *pubLink) writeChunk() (ok bool, err error) {
+	m := l.cur
+	if err := l.announce(m.ot); err != nil {
+		return false, err
+	}
+	size := uint64(m.smp.Size())
+	off, n := l.w.ChunkSpan(size, m.next)
+	info := m.smp.Info()
+	f := flight{ot: m.ot, smp: m.smp, off: off, lastRec: m.next == m.chunks-1,
+		hdr: ring.Header{Topic: m.ot.id, Chunk: m.next, Chunks: m.chunks, Seq: m.seq, PayloadLen: n,
+			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher}}
+	posted, err := l.post(&f)
+	if err != nil {
+		return false, err
+	}
+	if !posted {
+		if m.next == 0 && m.ot.want.subQoS.Reliability == qos.ReliabilityBestEffort {
+			l.stats.Dropped.Add(1)
+			m.smp.Return()
+			m.ot.refs--
+			l.cur = nil
+			return true, nil
+		}
+		return false, nil
+	}
+	m.ot.refs++
+	l.fl = append(l.fl, f)
+	l.rs = len(l.fl)
+	l.stats.Bytes.Add(n)
+	m.next++
+	if m.next == m.chunks {
+		m.ot.refs--
+		l.cur = nil
+	}
+	return true, nil
+}
+
+// post reserves ring space for a record and writes it: the header (and in
+// write-twice mode a pad header) from registered slots, the payload from
+// the shared pool, then commits. It returns false when there is no room.
+func (l *pubLink) post(f *flight) (bool, error) {
+	if l.w.InFlight() >= maxInFlight {
+		return false, nil
+	}
+	s, err := l.w.Reserve(ring.RecordLen(f.hdr.PayloadLen))
+	if errors.Is(err, ring.ErrFull) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	slot := wSlotsOff + (l.slotCtr%maxInFlight)*wSlotSize
+	l.slotCtr++
+	mem := l.local.Bytes()
+	hb := mem[slot : slot+ring.HeaderSize]
+	if err := l.w.PutHeader(hb, s, &f.hdr); err != nil {
+		return false, err
+	}
+	base := l.cfg.Base
+	twice := l.cfg.Mode == ring.WriteTwice
+	if twice && s.Pad > 0 {
+		pb := mem[slot+ring.HeaderSize : slot+2*ring.HeaderSize]
+		if err := l.w.PutPad(pb, s); err != nil {
+			return false, err
+		}
+		if err := l.ep.Write(pb, l.local, l.remote, base+s.PadOffset); err != nil {
+			return false, err
+		}
+	}
+	if err := l.ep.Write(hb, l.local, l.remote, base+s.Offset); err != nil {
+		return false, err
+	}
+	payload := f.smp.Bytes()
+	if payload == nil || f.off+f.hdr.PayloadLen > uint64(len(payload)) {
+		return false, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
+	}
+	src := payload[f.off : f.off+f.hdr.PayloadLen]
+	dst := base + s.Offset + ring.HeaderSize
+	if twice {
+		err = l.ep.Write(src, f.ot.reg, l.remote, dst)
+	} else {
+		err = l.ep.WriteImm(src, f.ot.reg, l.remote, dst, s.Imm)
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := l.w.Commit(s, &f.hdr); err != nil {
+		return false, err
+	}
+	if twice {
+		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+8]
+		binary.LittleEndian.PutUint64(tb, l.w.Tail())
+		if err := l.ep.Write(tb, l.local, l.remote, l.tailOff); err != nil {
+			return false, err
+		}
+	}
+	l.stats.Records.Add(1)
+	return true, nil
+}
+
+// shutdown returns every held sample and closes what the link owns.
+func (l *pubLink) shutdown() {
+	if l.ep != nil {
+		l.ep.Close()
+		l.ep = nil
+	}
+	for i := l.fh; i < len(l.fl); i++ {
+		if f := &l.fl[i]; f.lastRec {
+			f.smp.Return()
+		}
+	}
+	if l.cur != nil {
+		l.cur.smp.Return() // no flight of it has lastRec yet
+	}
+	l.fl, l.fh, l.rs, l.cur = nil, 0, 0, nil
+	for _, ot := range l.topics {
+		ot.refs, ot.removing = 0, true
+	}
+	l.collect()
+	if l.local != nil {
+		l.local.Close()
+	}
+	// l.wake is closed by Bridge.Close once no one can trigger it.
+}

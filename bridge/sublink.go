@@ -1,0 +1,635 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// subLink is the subscribe manager of one ring this host owns: a peer
+// writes records into the ring's registered memory; the link places each
+// message once into the local topic pool (the GPU pool when the topic's
+// local readers use the GPU), publishes it to every local subscription,
+// and writes its Head back into the writer's DelayedHead when consumed
+// bytes pass the watermark. It never zeroes ring memory: completions (or
+// the tail slot) say what landed. One goroutine (run) owns the state below
+// "goroutine state".
+type subLink struct {
+	b    *Bridge
+	host string
+	id   uint32
+	only string
+
+	epoch uint64 // this reader's instance
+	cfg   ring.Config
+	mem   transport.Region // the ring, then the 8-byte tail slot at cfg.Size
+	unpin func() error
+	wb    transport.Region // staging of head write-backs
+
+	wakeCh chan struct{}
+
+	// mu guards the requests below.
+	mu        sync.Mutex
+	accept    *ringAccept
+	offerSeq  uint64              // the latest offer sent
+	maps      map[uint32]topicMap // topic id → topic, for reader epoch l.epoch
+	downNote  string
+	offerWant bool
+	stopped   bool
+
+	// goroutine state
+	r           *ring.Reader
+	asm         ring.Assembler
+	ln          transport.Listener
+	acceptCh    chan acceptResult
+	ep          transport.Endpoint
+	offeredAt   time.Time
+	writerEpoch uint64
+	headRemote  transport.RemoteRegion
+	topics      map[uint32]*inTopic // by topic id, for the current writer
+	pubs        map[string]*inTopic // by topic name, kept across writers
+	recs        []ring.Record
+	imms        []uint64
+	stallSince  time.Time
+	wbPending   bool
+	wbPosted    uint64 // transport writes posted when the last write-back went out
+
+	stats LinkStats
+}
+
+type acceptResult struct {
+	ep  transport.Endpoint
+	err error
+}
+
+// inTopic is a topic this link delivers: the bridge publisher and the
+// message being assembled.
+type inTopic struct {
+	name, typ string
+	q         qos.Profile
+	pub       *zerocopy.Publisher
+	err       error // why the publisher could not be created (messages dropped)
+	loan      *zerocopy.Loan
+	dropping  bool // the current message is being dropped (no loan)
+}
+
+// newReaderLocked creates a reader link for a peer and returns the
+// function that offers it (to call after unlocking). Must hold b.mu.
+func (b *Bridge) newReaderLocked(p *peer, only string) func() {
+	p.nextRing++
+	l := &subLink{b: b, host: p.host, id: p.nextRing, only: only, epoch: randomEpoch(),
+		wakeCh: make(chan struct{}, 1), maps: map[uint32]topicMap{}, topics: map[uint32]*inTopic{}, pubs: map[string]*inTopic{},
+		imms: make([]uint64, 256), offerWant: true}
+	p.readers[l.id] = l
+	b.wg.Add(1)
+	go l.run()
+	return l.wake
+}
+
+func (l *subLink) wake() {
+	select {
+	case l.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// reoffer asks the link to offer its ring again (the peer came back).
+func (l *subLink) reoffer() {
+	l.mu.Lock()
+	l.offerWant = true
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *subLink) linkDown(reason string) {
+	l.mu.Lock()
+	l.downNote = reason
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *subLink) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *subLink) onAccept(a *ringAccept) error {
+	if a.HeadRegion.Len < 8 {
+		return fmt.Errorf("%w: ring %d: head region of %d bytes", ErrBadOffer, a.Ring, a.HeadRegion.Len)
+	}
+	l.mu.Lock()
+	if a.ReaderEpoch != l.epoch || a.Offer != l.offerSeq {
+		l.mu.Unlock()
+		return nil // answers an earlier offer (or instance) of this ring
+	}
+	l.accept = a
+	l.mu.Unlock()
+	l.wake()
+	return nil
+}
+
+func (l *subLink) onTopicMap(m *topicMap) error {
+	if m.ReaderEpoch != l.epoch {
+		return nil
+	}
+	if m.ID == 0 || m.Topic == "" || m.Type == "" {
+		return fmt.Errorf("%w: topic map %+v", control.ErrProtocol, m)
+	}
+	if _, err := qos.Decode(m.QoS); err != nil {
+		return fmt.Errorf("%w: topic map of %s: %v", control.ErrProtocol, m.Topic, err)
+	}
+	l.mu.Lock()
+	l.maps[m.ID] = *m
+	l.mu.Unlock()
+	l.wake()
+	return nil
+}
+
+func (l *subLink) run() {
+	defer l.b.wg.Done()
+	defer l.shutdown()
+	for {
+		l.mu.Lock()
+		stopped, down, offer := l.stopped, l.downNote, l.offerWant
+		l.downNote, l.offerWant = "", false
+		l.mu.Unlock()
+		if stopped {
+			return
+		}
+		if down != "" {
+			l.fail(errors.New(down), false)
+		}
+		if offer {
+			if err := l.offer(); err != nil {
+				l.b.log.Warn("ring offer failed", "peer", l.host, "ring", l.id, "err", err)
+			}
+		}
+		if l.ln != nil && l.ep == nil {
+			select {
+			case res := <-l.acceptCh:
+				l.ln.Close()
+				l.ln = nil
+				if res.err != nil {
+					l.b.log.Warn("data link accept failed", "peer", l.host, "ring", l.id, "err", res.err)
+					continue
+				}
+				l.ep = res.ep
+			case <-l.wakeCh:
+				continue
+			case <-time.After(100 * time.Millisecond):
+				if time.Since(l.offeredAt) > linkTimeout {
+					l.b.log.Warn("no writer connected to the offered ring", "peer", l.host, "ring", l.id)
+					l.ln.Close()
+					l.ln = nil
+					l.requestOffer()
+				}
+				continue
+			}
+		}
+		if l.ep != nil && l.headRemote.Len == 0 {
+			// Connected; the writer's accept (control) says where it
+			// restarts. Nothing is polled before it is applied.
+			l.mu.Lock()
+			acc := l.accept
+			l.accept = nil
+			l.mu.Unlock()
+			if acc == nil {
+				select {
+				case <-l.wakeCh:
+				case <-time.After(50 * time.Millisecond):
+					if time.Since(l.offeredAt) > linkTimeout {
+						l.fail(errors.New("the writer connected but never accepted the ring"), true)
+					}
+				}
+				continue
+			}
+			if err := l.start(acc); err != nil {
+				l.fail(err, true)
+				continue
+			}
+		}
+		if l.ep == nil {
+			select {
+			case <-l.wakeCh:
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		if err := l.pump(); err != nil {
+			l.fail(err, true)
+		}
+	}
+}
+
+// requestOffer re-offers the ring when the peer is connected (a data link
+// failed while control works); otherwise the next peerUp asks for it.
+func (l *subLink) requestOffer() {
+	l.b.mu.Lock()
+	p := l.b.peers[l.host]
+	up := p != nil && len(p.conns) > 0 && !l.b.closed
+	l.b.mu.Unlock()
+	if up {
+		l.mu.Lock()
+		l.offerWant = true
+		l.mu.Unlock()
+	}
+}
+
+// offer allocates the ring memory (once), listens for the writer and
+// sends the offer with the current Head.
+func (l *subLink) offer() error {
+	if l.ep != nil {
+		l.fail(errors.New("re-offered"), false)
+	}
+	if l.ln != nil {
+		l.ln.Close()
+		l.ln = nil
+	}
+	b := l.b
+	if l.mem == nil {
+		cfg, err := ring.Config{Size: b.opts.RingSize, MaxChunk: b.opts.MaxChunk, NoChunking: b.opts.NoChunking,
+			Mode: b.opts.Mode, Watermark: b.opts.Watermark}.Validate()
+		if err != nil {
+			return err
+		}
+		mem, err := b.prov.Alloc(int(cfg.Size) + ring.Align)
+		if err != nil {
+			return fmt.Errorf("registering the ring: %w", err)
+		}
+		wb, err := b.prov.Alloc(64)
+		if err != nil {
+			mem.Close()
+			return fmt.Errorf("registering the write-back word: %w", err)
+		}
+		l.cfg, l.mem, l.wb = cfg, mem, wb
+		if unpin, err := b.dom.PinHost(mem.Bytes()); err == nil {
+			l.unpin = unpin // GPU present: copies out of the ring run at pinned speed
+		}
+	}
+	ln, err := b.prov.Listen(netJoin(b.opts.DataHost))
+	if err != nil {
+		return fmt.Errorf("data listener: %w", err)
+	}
+	l.ln = ln
+	l.acceptCh = make(chan acceptResult, 1)
+	go func(ln transport.Listener, ch chan acceptResult) {
+		ep, err := ln.Accept()
+		ch <- acceptResult{ep, err}
+	}(ln, l.acceptCh)
+	var head uint64
+	if l.r != nil {
+		head = l.r.Head()
+	}
+	o := ringOffer{Ring: l.id, Topic: l.only, ReaderEpoch: l.epoch, Size: l.cfg.Size, MaxChunk: l.cfg.MaxChunk,
+		Mode: uint8(l.cfg.Mode), Watermark: uint8(l.cfg.Watermark), CompactImm: l.cfg.CompactImm,
+		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head}
+	l.mu.Lock()
+	l.offerSeq++
+	o.Offer = l.offerSeq
+	l.accept = nil
+	l.mu.Unlock()
+	l.offeredAt = time.Now()
+	l.headRemote = transport.RemoteRegion{}
+	b.mu.Lock()
+	var c *control.Conn
+	if p := b.peers[l.host]; p != nil {
+		c = p.conn()
+	}
+	b.mu.Unlock()
+	if c == nil || !b.send(c, msgRingOffer, o) {
+		ln.Close()
+		l.ln = nil
+		return errors.New("no control connection to the peer")
+	}
+	return nil
+}
+
+func netJoin(host string) string {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	for _, ch := range host {
+		if ch == ':' {
+			return "[" + host + "]:0"
+		}
+	}
+	return host + ":0"
+}
+
+// start applies the writer's accept: a new writer instance starts a fresh
+// reader at position 0; the same writer resumes at its restart position
+// (records received but not consumed are dropped; consumed ones it sends
+// again are flagged duplicates).
+func (l *subLink) start(a *ringAccept) error {
+	if l.r == nil || a.WriterEpoch != l.writerEpoch {
+		if a.Restart != 0 {
+			return fmt.Errorf("%w: a new writer restarts at %d, not 0", control.ErrProtocol, a.Restart)
+		}
+		r, err := ring.NewReader(l.cfg, l.mem.Bytes()[:l.cfg.Size])
+		if err != nil {
+			return err
+		}
+		if l.r != nil {
+			l.b.log.Warn("remote writer restarted: messages in assembly are dropped", "peer", l.host, "ring", l.id)
+		}
+		l.r, l.asm, l.writerEpoch = r, ring.Assembler{}, a.WriterEpoch
+		for _, t := range l.pubs {
+			if t.loan != nil {
+				t.loan.Discard()
+				t.loan = nil
+			}
+			t.dropping = false
+		}
+		l.topics = map[uint32]*inTopic{}
+	} else if err := l.r.Resync(a.Restart); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(l.mem.Bytes()[l.cfg.Size:], a.Restart) // tail slot (write-twice)
+	l.recs = l.recs[:0]
+	l.headRemote = a.HeadRegion.remote()
+	l.wbPending, l.wbPosted = false, 0 // a new endpoint counts its writes from 0
+	l.b.log.Info("data link up (reader)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", a.Restart)
+	return nil
+}
+
+// fail tears the data link down and, when control still works, offers
+// the ring again with the current Head.
+func (l *subLink) fail(err error, tell bool) {
+	if l.ln != nil {
+		l.ln.Close()
+		l.ln = nil
+	}
+	if l.ep == nil {
+		return
+	}
+	l.stats.Failures.Add(1)
+	l.b.log.Warn("data link down (reader)", "peer", l.host, "ring", l.id, "err", err)
+	l.ep.Close()
+	l.ep = nil
+	l.headRemote = transport.RemoteRegion{}
+	if tell {
+		l.b.mu.Lock()
+		var c *control.Conn
+		if p := l.b.peers[l.host]; p != nil {
+			c = p.conn()
+		}
+		l.b.mu.Unlock()
+		if c != nil {
+			l.b.send(c, msgRingDown, ringDown{Ring: l.id, FromReader: true, Reason: err.Error()})
+		}
+	}
+	l.requestOffer()
+}
+
+// pump receives what landed, delivers it, and writes Head back.
+func (l *subLink) pump() error {
+	var n int
+	var err error
+	if l.cfg.Mode == ring.WriteImm {
+		wait := 10 * time.Millisecond
+		if len(l.recs) > 0 {
+			wait = 0
+		}
+		if wait > 0 {
+			n, err = l.ep.Wait(l.imms, wait)
+		} else {
+			n, err = l.ep.Poll(l.imms)
+		}
+		if err != nil {
+			return err
+		}
+		for _, imm := range l.imms[:n] {
+			rec, err := l.r.OnImmediate(imm)
+			if err != nil {
+				return err
+			}
+			l.recs = append(l.recs, rec)
+		}
+	} else {
+		if _, err := l.ep.Poll(l.imms); err != nil {
+			return err
+		}
+		before := len(l.recs)
+		tail := binary.LittleEndian.Uint64(l.mem.Bytes()[l.cfg.Size:])
+		if l.recs, err = l.r.OnTail(tail, l.recs); err != nil {
+			return err
+		}
+		n = len(l.recs) - before
+		if n == 0 && len(l.recs) == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	done := 0
+	for i := range l.recs {
+		ok, err := l.deliver(&l.recs[i])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		done++
+	}
+	if done > 0 {
+		l.recs = append(l.recs[:0], l.recs[done:]...)
+		l.stallSince = time.Time{}
+	} else if len(l.recs) > 0 {
+		if l.stallSince.IsZero() {
+			l.stallSince = time.Now()
+		} else if time.Since(l.stallSince) > linkTimeout {
+			return fmt.Errorf("%w: records of topic id %d and no topic map for %v", control.ErrProtocol, l.recs[0].Topic, linkTimeout)
+		}
+		select {
+		case <-l.wakeCh:
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n == 0 && len(l.recs) == 0 && l.r.Flush() {
+		l.wbPending = true // idle: let the writer release what we consumed
+	}
+	return l.writeBack()
+}
+
+// writeBack sends the newest Head, keeping at most one write-back in
+// flight (shm orders only send after send).
+func (l *subLink) writeBack() error {
+	if !l.wbPending {
+		return nil
+	}
+	st := l.ep.Stats()
+	if st.Completions < l.wbPosted {
+		return nil // the previous one is still in flight
+	}
+	buf := l.wb.Bytes()[:8]
+	binary.LittleEndian.PutUint64(buf, l.r.Head())
+	if err := l.ep.Write(buf, l.wb, l.headRemote, 0); err != nil {
+		return err
+	}
+	l.wbPosted = st.Writes + 1
+	l.wbPending = false
+	l.stats.WriteBack.Add(1)
+	return nil
+}
+
+// deliver places one record. It returns false (nothing consumed) when the
+// record's topic is not known yet: the topic map travels on the control
+// connection and may come after the data.
+func (l *subLink) deliver(rec *ring.Record) (bool, error) {
+	if rec.Dup {
+		l.stats.Dups.Add(1)
+		return true, l.consume(rec)
+	}
+	t := l.topics[rec.Topic]
+	if t == nil {
+		l.mu.Lock()
+		m, ok := l.maps[rec.Topic]
+		l.mu.Unlock()
+		if !ok {
+			return false, nil
+		}
+		t = l.topic(&m)
+		l.topics[rec.Topic] = t
+	}
+	off, done, err := l.asm.Add(rec)
+	if err != nil {
+		return false, err
+	}
+	if rec.Chunk == 0 {
+		t.dropping = false
+		if t.loan != nil { // cannot happen with a valid stream: Assembler refuses it
+			t.loan.Discard()
+			t.loan = nil
+		}
+		if t.pub == nil {
+			t.dropping = true
+		} else if ln, err := l.loan(t, ring.SizeHint(rec)); err != nil {
+			l.b.log.Warn("no room for a message from another host: dropped", "topic", t.name, "size", ring.SizeHint(rec), "err", err)
+			t.dropping = true
+		} else {
+			t.loan = ln
+		}
+	}
+	if !t.dropping {
+		if err := t.loan.CopyIn(int(off), l.r.Payload(rec)); err != nil {
+			return false, fmt.Errorf("topic %s: placing a message: %w", t.name, err)
+		}
+	}
+	if !done {
+		return true, l.consume(rec)
+	}
+	// The last record is consumed (and so, eventually, acknowledged) only
+	// after the message is published: a daemon killed in between makes
+	// the writer send it again rather than lose it.
+	if t.dropping {
+		l.stats.Dropped.Add(1)
+		t.dropping = false
+	} else {
+		ln := t.loan
+		t.loan = nil
+		if err := ln.Shrink(int(off + rec.PayloadLen)); err != nil {
+			ln.Discard()
+			return false, err
+		}
+		if err := ln.PublishAs(zerocopy.Origin{Timestamp: time.Unix(0, rec.Timestamp), GID: zerocopy.GID(rec.GID)}); err != nil {
+			l.stats.Dropped.Add(1)
+			l.b.log.Warn("publishing a message from another host", "topic", t.name, "err", err)
+		} else {
+			l.stats.Messages.Add(1)
+			l.stats.Bytes.Add(off + rec.PayloadLen)
+		}
+	}
+	return true, l.consume(rec)
+}
+
+func (l *subLink) consume(rec *ring.Record) error {
+	wb, err := l.r.Consume(rec)
+	if err != nil {
+		return err
+	}
+	l.stats.Records.Add(1)
+	if wb {
+		l.wbPending = true
+		return l.writeBack()
+	}
+	return nil
+}
+
+// topic returns the delivery state of a mapped topic, creating its
+// bridge publisher with the QoS the writer's publishers offer, on the GPU
+// when local readers of the topic use the GPU and this host has one.
+func (l *subLink) topic(m *topicMap) *inTopic {
+	q, _ := qos.Decode(m.QoS)
+	if t := l.pubs[m.Topic]; t != nil && t.typ == m.Type && t.q == q {
+		return t
+	} else if t != nil {
+		if t.loan != nil {
+			t.loan.Discard()
+		}
+		if t.pub != nil {
+			t.pub.Close()
+		}
+	}
+	t := &inTopic{name: m.Topic, typ: m.Type, q: q}
+	mem := zerocopy.MemoryHost
+	l.b.mu.Lock()
+	gpu := l.b.local.interest[m.Topic].GPU
+	l.b.mu.Unlock()
+	if gpu {
+		if _, err := l.b.dom.GPU(); err == nil {
+			mem = zerocopy.MemoryGPU
+		}
+	}
+	pub, err := l.b.dom.NewPublisher(zerocopy.EndpointSpec{Topic: m.Topic, Type: m.Type, Node: BridgeNode, QoS: q, Memory: mem, Bridge: true})
+	if err != nil {
+		l.b.log.Error("cannot deliver a topic from another host: its messages are dropped", "topic", m.Topic, "type", m.Type, "err", err)
+		t.err = err
+	} else {
+		t.pub = pub
+		l.b.log.Info("delivering topic", "peer", l.host, "ring", l.id, "topic", m.Topic, "memory", mem.String())
+	}
+	l.pubs[m.Topic] = t
+	return t
+}
+
+func (l *subLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
+	if t.pub.Topic().PoolKind() == zerocopy.PoolGPU && t.pub.Memory() == zerocopy.MemoryGPU {
+		return t.pub.LoanDevice(int(size))
+	}
+	return t.pub.Loan(int(size))
+}
+
+func (l *subLink) shutdown() {
+	if l.ln != nil {
+		l.ln.Close()
+	}
+	if l.ep != nil {
+		l.ep.Close()
+	}
+	for _, t := range l.pubs {
+		if t.loan != nil {
+			t.loan.Discard()
+		}
+		if t.pub != nil {
+			t.pub.Close()
+		}
+	}
+	if l.unpin != nil {
+		l.unpin()
+	}
+	if l.wb != nil {
+		l.wb.Close()
+	}
+	if l.mem != nil {
+		l.mem.Close()
+	}
+}
