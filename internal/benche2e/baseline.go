@@ -116,7 +116,7 @@ type (
 		Index  int    `json:"index,omitempty"`  // subscriber
 	}
 	blInitReply struct {
-		failure
+		Status
 		Addr string `json:"addr,omitempty"` // manager B's listening address
 	}
 	blRound struct {
@@ -124,16 +124,16 @@ type (
 		Seq  uint64 `json:"seq"`
 	}
 	blPubReply struct {
-		failure
+		Status
 		T0, T1 int64
 	}
 	blMgrFrame struct {
-		failure
+		Status
 		Seq    uint64
 		T3, T4 int64
 	}
 	blSubReply struct {
-		failure
+		Status
 		Hdr    header
 		T5, T6 int64
 		Sum    uint64
@@ -151,8 +151,8 @@ func init() {
 type Baseline struct {
 	env       *Env
 	roudi     *iceoryx.RouDi
-	pub, a, b *proc
-	subs      []*proc
+	pub, a, b *Child
+	subs      []*Child
 	seq       uint64
 	failed    bool // a round failed: Close kills instead of stopping
 }
@@ -166,7 +166,12 @@ func (s *Baseline) StageOrder() []string {
 	return []string{StageD2HPageable, StageUDS, StageTCP, StageIceoryx, StageH2DPageable}
 }
 
-func (s *Baseline) Start(env *Env) error {
+func (s *Baseline) Start(env *Env) (err error) {
+	defer func() {
+		if err != nil {
+			s.failed = true // Close kills what started
+		}
+	}()
 	s.env = env
 	roudiExe := env.IoxRouDi
 	if roudiExe == "" {
@@ -191,23 +196,23 @@ func (s *Baseline) Start(env *Env) error {
 	}
 	s.roudi = r
 	var rep blInitReply
-	if s.b, err = startProc(env, env.B, "manager B", "e2e-bl-mgr-b"); err != nil {
+	if s.b, err = StartChild(env, env.B, "manager B", "e2e-bl-mgr-b"); err != nil {
 		return err
 	}
-	if err := s.b.call(blReq{Op: "init", blInit: blInit{Listen: net.JoinHostPort(env.B.Addr, "0")}}, &rep); err != nil {
+	if err := s.b.Call(blReq{Op: "init", blInit: blInit{Listen: net.JoinHostPort(env.B.Addr, "0")}}, &rep); err != nil {
 		return err
 	}
 	sock := filepath.Join(env.WorkDir, "manager-a.sock")
-	if s.a, err = startProc(env, env.A, "manager A", "e2e-bl-mgr-a"); err != nil {
+	if s.a, err = StartChild(env, env.A, "manager A", "e2e-bl-mgr-a"); err != nil {
 		return err
 	}
-	if err := s.a.call(blReq{Op: "init", blInit: blInit{Sock: sock, Peer: rep.Addr}}, &blInitReply{}); err != nil {
+	if err := s.a.Call(blReq{Op: "init", blInit: blInit{Sock: sock, Peer: rep.Addr}}, &blInitReply{}); err != nil {
 		return err
 	}
-	if s.pub, err = startProc(env, env.A, "publisher", "e2e-bl-pub"); err != nil {
+	if s.pub, err = StartChild(env, env.A, "publisher", "e2e-bl-pub"); err != nil {
 		return err
 	}
-	return s.pub.call(blReq{Op: "init", blInit: blInit{GPU: env.GPU, Device: env.DeviceA, Sock: sock}}, &blInitReply{})
+	return s.pub.Call(blReq{Op: "init", blInit: blInit{GPU: env.GPU, Device: env.DeviceA, Sock: sock}}, &blInitReply{})
 }
 
 // setSubs makes the subscriber processes exactly n, each subscribed.
@@ -215,23 +220,23 @@ func (s *Baseline) setSubs(n int) error {
 	if len(s.subs) == n {
 		return nil
 	}
-	err := stopAll(s.subs, 30*time.Second, false)
+	err := StopAll(s.subs, 30*time.Second, false)
 	s.subs = nil
 	if err != nil {
 		return err
 	}
 	for i := range n {
-		p, err := startProc(s.env, s.env.B, fmt.Sprintf("subscriber %d", i), "e2e-bl-sub")
+		p, err := StartChild(s.env, s.env.B, fmt.Sprintf("subscriber %d", i), "e2e-bl-sub")
 		if err != nil {
 			return err
 		}
 		s.subs = append(s.subs, p)
-		if err := p.send(blReq{Op: "init", blInit: blInit{GPU: s.env.GPU, Device: s.env.DeviceB, Index: i}}); err != nil {
+		if err := p.Send(blReq{Op: "init", blInit: blInit{GPU: s.env.GPU, Device: s.env.DeviceB, Index: i}}); err != nil {
 			return err
 		}
 	}
 	for _, p := range s.subs { // they start up concurrently
-		if err := p.recv(&blInitReply{}); err != nil {
+		if err := p.Recv(&blInitReply{}); err != nil {
 			return err
 		}
 	}
@@ -253,16 +258,16 @@ func (s *Baseline) Round(size int64, n int) (r Round, err error) {
 	want := ExpectedChecksum(size, seedOf(s.seq))
 	req := blReq{Op: "round", blRound: blRound{Size: size, Seq: s.seq}}
 	for _, p := range s.subs {
-		if err := p.send(req); err != nil {
+		if err := p.Send(req); err != nil {
 			return Round{}, err
 		}
 	}
 	var pr blPubReply
-	if err := s.pub.call(req, &pr); err != nil {
+	if err := s.pub.Call(req, &pr); err != nil {
 		return Round{}, s.withOthers(err)
 	}
 	var mf blMgrFrame
-	if err := s.b.recv(&mf); err != nil {
+	if err := s.b.Recv(&mf); err != nil {
 		return Round{}, s.withOthers(err)
 	}
 	if mf.Seq != s.seq {
@@ -275,7 +280,7 @@ func (s *Baseline) Round(size int64, n int) (r Round, err error) {
 	var bad []error // every subscriber answers before the round fails
 	for i, p := range s.subs {
 		var sr blSubReply
-		if err := p.recv(&sr); err != nil {
+		if err := p.Recv(&sr); err != nil {
 			return Round{}, s.withOthers(err)
 		}
 		if sr.Hdr.Seq != s.seq || sr.Hdr.Size != uint64(size) {
@@ -305,12 +310,12 @@ func (s *Baseline) Round(size int64, n int) (r Round, err error) {
 // withOthers adds what the pipeline's other processes printed: the one
 // that failed first is often not the one a read failed on.
 func (s *Baseline) withOthers(err error) error {
-	for _, p := range append([]*proc{s.pub, s.a, s.b}, s.subs...) {
+	for _, p := range append([]*Child{s.pub, s.a, s.b}, s.subs...) {
 		if p == nil {
 			continue
 		}
-		if out := p.stderr.String(); out != "" {
-			err = fmt.Errorf("%w; %s said: %s", err, p.name, out)
+		if out := p.Output(); out != "" {
+			err = fmt.Errorf("%w; %s said: %s", err, p.Name(), out)
 		}
 	}
 	if s.roudi != nil {
@@ -323,15 +328,15 @@ func (s *Baseline) Close() error {
 	// Subscribers first (they leave RouDi), then the publisher, whose
 	// socket closing ends manager A, whose TCP connection closing ends
 	// manager B; RouDi last.
-	errs := []error{stopAll(s.subs, 30*time.Second, s.failed)}
-	errs = append(errs, stopAll([]*proc{s.pub}, 30*time.Second, s.failed))
-	errs = append(errs, stopAll([]*proc{s.a, s.b}, 30*time.Second, s.failed))
+	errs := []error{StopAll(s.subs, 30*time.Second, s.failed)}
+	errs = append(errs, StopAll([]*Child{s.pub}, 30*time.Second, s.failed))
+	errs = append(errs, StopAll([]*Child{s.a, s.b}, 30*time.Second, s.failed))
 	// What killed processes left of their iceoryx runtimes.
 	for i, p := range s.subs {
-		iceoryx.RemoveRuntimeFiles(subRuntimeName(i, p.cmd.Process.Pid))
+		iceoryx.RemoveRuntimeFiles(subRuntimeName(i, p.Pid()))
 	}
 	if s.b != nil {
-		iceoryx.RemoveRuntimeFiles(mgrRuntimeName(s.b.cmd.Process.Pid))
+		iceoryx.RemoveRuntimeFiles(mgrRuntimeName(s.b.Pid()))
 	}
 	if s.roudi != nil {
 		errs = append(errs, s.roudi.Stop())
@@ -357,20 +362,20 @@ type blPublisher struct {
 }
 
 func blPublisherMain(args []string) error {
-	ctl, err := childControl()
+	ctl, err := ChildControl()
 	if err != nil {
 		return err
 	}
 	p := &blPublisher{}
 	defer p.close()
-	return serve(ctl, func(req blReq) any {
+	return Serve(ctl, func(req blReq) any {
 		switch req.Op {
 		case "init":
-			return fail(p.init(req.blInit))
+			return Fail(p.init(req.blInit))
 		case "round":
 			return p.round(req.blRound)
 		}
-		return fail(fmt.Errorf("unknown request %q", req.Op))
+		return Fail(fmt.Errorf("unknown request %q", req.Op))
 	})
 }
 
@@ -434,21 +439,21 @@ func (p *blPublisher) close() {
 // then the whole message over the Unix socket.
 func (p *blPublisher) round(r blRound) any {
 	if p.dev == nil {
-		return fail(errors.New("not initialised"))
+		return Fail(errors.New("not initialised"))
 	}
 	if err := p.prepare(r.Size); err != nil {
-		return fail(err)
+		return Fail(err)
 	}
 	h := header{Seed: seedOf(r.Seq), Seq: r.Seq, Size: uint64(r.Size)}
 	h.T0 = time.Now().UnixNano()
 	if err := p.dev.DtoH(p.host, p.bufs[r.Seq%2]); err != nil {
-		return fail(err)
+		return Fail(err)
 	}
 	h.T1 = time.Now().UnixNano()
 	h.put(p.hdr[:])
 	bufs := net.Buffers{p.hdr[:], p.host}
 	if _, err := bufs.WriteTo(p.conn); err != nil {
-		return fail(fmt.Errorf("UDS: %w", err))
+		return Fail(fmt.Errorf("UDS: %w", err))
 	}
 	return blPubReply{T0: h.T0, T1: h.T1}
 }
@@ -456,7 +461,7 @@ func (p *blPublisher) round(r blRound) any {
 // blManagerAMain is the publish-side manager: every message from the
 // Unix socket is read whole into pageable memory and sent on over TCP.
 func blManagerAMain(args []string) error {
-	ctl, err := childControl()
+	ctl, err := ChildControl()
 	if err != nil {
 		return err
 	}
@@ -473,21 +478,21 @@ func blManagerAMain(args []string) error {
 			tcp.Close()
 		}
 	}()
-	err = serve(ctl, func(req blReq) any {
+	err = Serve(ctl, func(req blReq) any {
 		if req.Op != "init" || ln != nil {
-			return fail(fmt.Errorf("unexpected request %q", req.Op))
+			return Fail(fmt.Errorf("unexpected request %q", req.Op))
 		}
 		c, err := net.DialTimeout("tcp", req.Peer, 30*time.Second)
 		if err != nil {
-			return fail(fmt.Errorf("connecting to manager B: %w", err))
+			return Fail(fmt.Errorf("connecting to manager B: %w", err))
 		}
 		tcp = c
 		os.Remove(req.Sock)
 		if ln, err = net.Listen("unix", req.Sock); err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		go func() { done <- forwardA(ln, tcp) }()
-		return failure{}
+		return Status{}
 	})
 	if ln != nil {
 		ln.Close()
@@ -546,7 +551,7 @@ var testCorrupt func(payload []byte)
 // from TCP into a loaned iceoryx chunk and publishes it; for each it
 // sends the harness a blMgrFrame.
 func blManagerBMain(args []string) error {
-	ctl, err := childControl()
+	ctl, err := ChildControl()
 	if err != nil {
 		return err
 	}
@@ -556,20 +561,20 @@ func blManagerBMain(args []string) error {
 		done = make(chan error, 1)
 		mu   sync.Mutex // serialises frames on ctl
 	)
-	err = serve(ctl, func(req blReq) any {
+	err = Serve(ctl, func(req blReq) any {
 		if req.Op != "init" || ln != nil {
-			return fail(fmt.Errorf("unexpected request %q", req.Op))
+			return Fail(fmt.Errorf("unexpected request %q", req.Op))
 		}
 		if err := iceoryx.InitRuntime(mgrRuntimeName(os.Getpid())); err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		p, err := iceoryx.NewPublisher(iceoryxService, 0)
 		if err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		pub = p
 		if ln, err = net.Listen("tcp", req.Listen); err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		go func() {
 			err := forwardB(ln, pub, func(f blMgrFrame) error {
@@ -579,7 +584,7 @@ func blManagerBMain(args []string) error {
 			})
 			if err != nil {
 				mu.Lock()
-				benchutil.WriteFrame(ctl, blMgrFrame{failure: fail(err)})
+				benchutil.WriteFrame(ctl, blMgrFrame{Status: Fail(err)})
 				mu.Unlock()
 			}
 			done <- err
@@ -647,7 +652,7 @@ func forwardB(ln net.Listener, pub *iceoryx.Publisher, report func(blMgrFrame) e
 
 // blSubscriberMain is one GPU subscriber on host B.
 func blSubscriberMain(args []string) error {
-	ctl, err := childControl()
+	ctl, err := ChildControl()
 	if err != nil {
 		return err
 	}
@@ -669,24 +674,24 @@ func blSubscriberMain(args []string) error {
 			dev.Close()
 		}
 	}()
-	return serve(ctl, func(req blReq) any {
+	return Serve(ctl, func(req blReq) any {
 		switch req.Op {
 		case "init":
 			d, err := openDevice(req.GPU, req.Device)
 			if err != nil {
-				return fail(err)
+				return Fail(err)
 			}
 			dev = d
 			if err := iceoryx.InitRuntime(subRuntimeName(req.Index, os.Getpid())); err != nil {
-				return fail(err)
+				return Fail(err)
 			}
 			if sub, err = iceoryx.NewSubscriber(iceoryxService, 4); err != nil {
-				return fail(err)
+				return Fail(err)
 			}
-			return fail(sub.WaitSubscribed(60 * time.Second))
+			return Fail(sub.WaitSubscribed(60 * time.Second))
 		case "round":
 			if sub == nil {
-				return fail(errors.New("not initialised"))
+				return Fail(errors.New("not initialised"))
 			}
 			if size < req.Size { // untimed: before the message comes
 				if buf != 0 {
@@ -695,13 +700,13 @@ func blSubscriberMain(args []string) error {
 				}
 				p, err := dev.Alloc(req.Size)
 				if err != nil {
-					return fail(err)
+					return Fail(err)
 				}
 				buf, size = p, req.Size
 			}
 			return blTake(dev, sub, buf, req.blRound)
 		}
-		return fail(fmt.Errorf("unknown request %q", req.Op))
+		return Fail(fmt.Errorf("unknown request %q", req.Op))
 	})
 }
 
@@ -713,14 +718,14 @@ func blTake(dev device, sub *iceoryx.Subscriber, buf cuda.DevicePtr, r blRound) 
 	for {
 		chunk, ok, err := sub.Take(hdrSize + int(r.Size))
 		if err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		if !ok {
 			if time.Now().After(deadline) {
-				return fail(fmt.Errorf("message %d did not come", r.Seq))
+				return Fail(fmt.Errorf("message %d did not come", r.Seq))
 			}
 			if _, err := sub.Wait(time.Second); err != nil {
-				return fail(err)
+				return Fail(err)
 			}
 			continue
 		}
@@ -728,7 +733,7 @@ func blTake(dev device, sub *iceoryx.Subscriber, buf cuda.DevicePtr, r blRound) 
 		var rep blSubReply
 		if err := rep.Hdr.get(chunk); err != nil {
 			sub.Release(chunk)
-			return fail(err)
+			return Fail(err)
 		}
 		if rep.Hdr.Seq != r.Seq || rep.Hdr.Size != uint64(r.Size) {
 			sub.Release(chunk)
@@ -738,10 +743,10 @@ func blTake(dev device, sub *iceoryx.Subscriber, buf cuda.DevicePtr, r blRound) 
 		rep.T5, rep.T6 = t5, time.Now().UnixNano()
 		sub.Release(chunk)
 		if err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		if rep.Sum, err = dev.Checksum(buf, r.Size); err != nil {
-			return fail(err)
+			return Fail(err)
 		}
 		return rep
 	}

@@ -49,7 +49,7 @@ type (
 		Seq    uint64                 `json:"seq"`
 	}
 	lbReply struct {
-		failure
+		Status
 		Addr   string                 `json:"addr,omitempty"`
 		Remote transport.RemoteRegion `json:"remote"`
 		// A: D2H start and end, last post; B: last immediate, H2D time,
@@ -67,7 +67,7 @@ func init() {
 // LowerBound is the serial lower bound as a System.
 type LowerBound struct {
 	env     *Env
-	a, b    *proc
+	a, b    *Child
 	remoteA transport.RemoteRegion
 	seq     uint64
 	failed  bool // a round failed: Close kills instead of stopping
@@ -82,26 +82,30 @@ func (s *LowerBound) StageOrder() []string {
 	return []string{StageD2HPinned, StageWrite, StageH2DPinned}
 }
 
-func (s *LowerBound) Start(env *Env) error {
+func (s *LowerBound) Start(env *Env) (err error) {
+	defer func() {
+		if err != nil {
+			s.failed = true // Close kills what started
+		}
+	}()
 	s.env = env
 	if !fabric.Available {
 		return fmt.Errorf("%w: this build has no libfabric", transport.ErrNotSupported)
 	}
 	max := env.Sizes[len(env.Sizes)-1]
-	var err error
-	if s.b, err = startProc(env, env.B, "lower bound B", "e2e-lb"); err != nil {
+	if s.b, err = StartChild(env, env.B, "lower bound B", "e2e-lb"); err != nil {
 		return err
 	}
 	var rb lbReply
-	if err := s.b.call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceB, Wire: env.Wire, Node: env.B.Addr, MaxSize: max}, &rb); err != nil {
+	if err := s.b.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceB, Wire: env.Wire, Node: env.B.Addr, MaxSize: max}, &rb); err != nil {
 		return err
 	}
-	if s.a, err = startProc(env, env.A, "lower bound A", "e2e-lb"); err != nil {
+	if s.a, err = StartChild(env, env.A, "lower bound A", "e2e-lb"); err != nil {
 		return err
 	}
 	// A dials while B accepts (B accepts after its init reply).
 	var ra lbReply
-	if err := s.a.call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceA, Wire: env.Wire, Node: env.A.Addr, MaxSize: max, Peer: rb.Addr, Remote: rb.Remote}, &ra); err != nil {
+	if err := s.a.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceA, Wire: env.Wire, Node: env.A.Addr, MaxSize: max, Peer: rb.Addr, Remote: rb.Remote}, &ra); err != nil {
 		return err
 	}
 	// B learns A's region (for its acknowledgement) with every round.
@@ -117,14 +121,14 @@ func (s *LowerBound) Round(size int64, n int) (r Round, err error) {
 	}()
 	s.seq++
 	want := ExpectedChecksum(size, seedOf(s.seq)) // before anything is timed
-	if err := s.b.send(lbReq{Op: "round", Size: size, Seq: s.seq, Remote: s.remoteA}); err != nil {
+	if err := s.b.Send(lbReq{Op: "round", Size: size, Seq: s.seq, Remote: s.remoteA}); err != nil {
 		return Round{}, err
 	}
 	var ra, rb lbReply
-	if err := s.a.call(lbReq{Op: "round", Size: size, Seq: s.seq}, &ra); err != nil {
+	if err := s.a.Call(lbReq{Op: "round", Size: size, Seq: s.seq}, &ra); err != nil {
 		return Round{}, s.withOthers(err)
 	}
-	if err := s.b.recv(&rb); err != nil {
+	if err := s.b.Recv(&rb); err != nil {
 		return Round{}, s.withOthers(err)
 	}
 	if rb.Sum != want {
@@ -142,10 +146,10 @@ func (s *LowerBound) Round(size int64, n int) (r Round, err error) {
 }
 
 func (s *LowerBound) withOthers(err error) error {
-	for _, p := range []*proc{s.a, s.b} {
+	for _, p := range []*Child{s.a, s.b} {
 		if p != nil {
-			if out := p.stderr.String(); out != "" {
-				err = fmt.Errorf("%w; %s said: %s", err, p.name, out)
+			if out := p.Output(); out != "" {
+				err = fmt.Errorf("%w; %s said: %s", err, p.Name(), out)
 			}
 		}
 	}
@@ -153,7 +157,7 @@ func (s *LowerBound) withOthers(err error) error {
 }
 
 func (s *LowerBound) Close() error {
-	err := stopAll([]*proc{s.a, s.b}, 30*time.Second, s.failed)
+	err := StopAll([]*Child{s.a, s.b}, 30*time.Second, s.failed)
 	s.a, s.b = nil, nil
 	return err
 }
@@ -180,28 +184,28 @@ type accepted struct {
 }
 
 func lbMain(args []string) error {
-	ctl, err := childControl()
+	ctl, err := ChildControl()
 	if err != nil {
 		return err
 	}
 	s := &lbSide{}
 	defer s.close()
-	return serve(ctl, func(req lbReq) any {
+	return Serve(ctl, func(req lbReq) any {
 		switch req.Op {
 		case "init":
 			rep, err := s.init(req)
 			if err != nil {
-				return fail(err)
+				return Fail(err)
 			}
 			return rep
 		case "round":
 			rep, err := s.round(req)
 			if err != nil {
-				return fail(err)
+				return Fail(err)
 			}
 			return rep
 		}
-		return fail(fmt.Errorf("unknown request %q", req.Op))
+		return Fail(fmt.Errorf("unknown request %q", req.Op))
 	})
 }
 

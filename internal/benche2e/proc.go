@@ -15,31 +15,40 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
-// Processes of a system talk to the harness over a SOCK_STREAM socket
+// Child processes of a system (the baseline's, the lower bound's, and
+// ours if it wants them) talk to the harness over a SOCK_STREAM socket
 // pair (fd 3 in the child): frames of JSON (benchutil.WriteFrame), one
-// reply per request. Every reply type embeds failure.
+// reply per request, unless a role documents frames of its own. Every
+// reply type embeds Status.
+//
+// Harness side: StartChild, then Call (or Send and Recv), then Stop (or
+// StopAll). Child side (a role registered with RegisterChild):
+// ChildControl, then Serve.
 
 const (
 	ctlFD    = 3
 	maxFrame = 1 << 20
 )
 
-// failure is the error field every reply carries ("" : success).
-type failure struct {
+// Status is what every reply embeds: the child's error ("" : success).
+type Status struct {
 	Err string `json:"err,omitempty"`
 }
 
-func (f failure) Failure() string { return f.Err }
+// Failure implements benchutil.Reply.
+func (f Status) Failure() string { return f.Err }
 
-func fail(err error) failure {
+// Fail is the Status of err (nil: success).
+func Fail(err error) Status {
 	if err == nil {
-		return failure{}
+		return Status{}
 	}
-	return failure{Err: err.Error()}
+	return Status{Err: err.Error()}
 }
 
-// proc is one child process, seen from the harness.
-type proc struct {
+// Child is one child process, seen from the harness. Its methods must not
+// be called concurrently.
+type Child struct {
 	name   string
 	cmd    *osexec.Cmd
 	ctl    benchutil.FD
@@ -48,8 +57,11 @@ type proc struct {
 	err    error // Wait's, once exited is closed
 }
 
-// startProc starts role on host h as a child with its control socket.
-func startProc(env *Env, h Host, name, role string, args ...string) (*proc, error) {
+// StartChild starts role (RegisterChild) with args on host h
+// (Env.Command), its control socket on fd 3, in its own process group and
+// killed if the harness dies; name names it in errors. Blocking reads and
+// writes on the socket give up after env.PeerTimeout.
+func StartChild(env *Env, h Host, name, role string, args ...string) (*Child, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -65,7 +77,7 @@ func startProc(env *Env, h Host, name, role string, args ...string) (*proc, erro
 	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	cmd := env.Command(h, role, args...)
 	cmd.ExtraFiles = []*os.File{child}
-	p := &proc{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &tailBuf{}, exited: make(chan struct{})}
+	p := &Child{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &tailBuf{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	// Own process group (a terminal's ^C reaches the harness alone, which
 	// stops the children); a harness killed outright takes them along.
@@ -81,22 +93,35 @@ func startProc(env *Env, h Host, name, role string, args ...string) (*proc, erro
 	return p, nil
 }
 
-// call sends req and reads the reply into rep (which embeds failure).
-func (p *proc) call(req any, rep benchutil.Reply) error {
-	if err := p.send(req); err != nil {
+// Name is the name the child was started with.
+func (p *Child) Name() string { return p.name }
+
+// Pid is the child's process id.
+func (p *Child) Pid() int { return p.cmd.Process.Pid }
+
+// Output is the end (8 KiB) of what the child wrote on stdout and stderr.
+func (p *Child) Output() string { return p.stderr.String() }
+
+// Call sends req and reads the reply into rep (which embeds Status); a
+// reply with an error is an error.
+func (p *Child) Call(req any, rep benchutil.Reply) error {
+	if err := p.Send(req); err != nil {
 		return err
 	}
-	return p.recv(rep)
+	return p.Recv(rep)
 }
 
-func (p *proc) send(req any) error {
+// Send sends req.
+func (p *Child) Send(req any) error {
 	if err := benchutil.WriteFrame(p.ctl, req); err != nil {
 		return p.wrap(err)
 	}
 	return nil
 }
 
-func (p *proc) recv(rep benchutil.Reply) error {
+// Recv reads one reply (or frame) into rep; one with an error is an
+// error.
+func (p *Child) Recv(rep benchutil.Reply) error {
 	if err := benchutil.ReadFrame(p.ctl, rep, maxFrame); err != nil {
 		return p.wrap(err)
 	}
@@ -108,7 +133,7 @@ func (p *proc) recv(rep benchutil.Reply) error {
 
 // wrap names the process in err and adds how it exited and the end of
 // what it printed.
-func (p *proc) wrap(err error) error {
+func (p *Child) wrap(err error) error {
 	select {
 	case <-p.exited:
 	case <-time.After(300 * time.Millisecond):
@@ -125,9 +150,10 @@ func (p *proc) wrap(err error) error {
 	return errors.New(msg)
 }
 
-// stop closes the control socket (the child's cue to clean up and exit)
-// and waits up to wait; a child still there is killed (an error).
-func (p *proc) stop(wait time.Duration) error {
+// Stop closes the control socket (the child's cue to clean up and exit)
+// and waits up to wait; a child still there is killed (an error), and one
+// that exited with an error is an error.
+func (p *Child) Stop(wait time.Duration) error {
 	syscall.Close(int(p.ctl))
 	select {
 	case <-p.exited:
@@ -142,20 +168,20 @@ func (p *proc) stop(wait time.Duration) error {
 	return nil
 }
 
-// kill ends the child at once (after a failure).
-func (p *proc) kill() {
+// Kill ends the child at once (after a failure).
+func (p *Child) Kill() {
 	syscall.Close(int(p.ctl))
 	p.cmd.Process.Kill()
 	<-p.exited
 }
 
-// stopAll stops procs (all at once, so their exits overlap) and joins
-// their errors.
-func stopAll(procs []*proc, wait time.Duration, failed bool) error {
+// StopAll stops children (nil entries skipped) all at once, so their
+// exits overlap, or kills them when failed; it joins their errors.
+func StopAll(children []*Child, wait time.Duration, failed bool) error {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for _, p := range procs {
+	for _, p := range children {
 		if p == nil {
 			continue
 		}
@@ -163,10 +189,10 @@ func stopAll(procs []*proc, wait time.Duration, failed bool) error {
 		go func() {
 			defer wg.Done()
 			if failed {
-				p.kill()
+				p.Kill()
 				return
 			}
-			if err := p.stop(wait); err != nil {
+			if err := p.Stop(wait); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -199,9 +225,10 @@ func (t *tailBuf) String() string {
 	return t.b.String()
 }
 
-// childControl is a child's side: it ignores SIGINT and SIGTERM (the
-// harness stops it) and returns its control socket, blocking.
-func childControl() (benchutil.FD, error) {
+// ChildControl is the child's side: it ignores SIGINT and SIGTERM (the
+// harness stops it by closing the socket) and returns its control socket,
+// blocking.
+func ChildControl() (benchutil.FD, error) {
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
@@ -213,9 +240,9 @@ func childControl() (benchutil.FD, error) {
 	return benchutil.FD(ctlFD), nil
 }
 
-// serve answers requests on ctl until the harness closes it. handle
-// returns the reply to send (nil: it answered itself).
-func serve[R any](ctl benchutil.FD, handle func(req R) any) error {
+// Serve answers requests on ctl until the harness closes it (then nil).
+// handle returns the reply to send (nil: it answered itself).
+func Serve[R any](ctl benchutil.FD, handle func(req R) any) error {
 	return benchutil.Serve(ctl, maxFrame, func(req R) (bool, error) {
 		rep := handle(req)
 		if rep == nil {

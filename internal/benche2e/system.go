@@ -29,6 +29,13 @@ import (
 // complete message, or with an error. The message's contents change from
 // round to round; a system checks that every subscriber got the right
 // bytes (a checksum per round) and fails the round otherwise.
+//
+// What an implementation can use: Env.Command, StartChild, Child,
+// ChildControl, Serve and RegisterChild run and talk to processes on
+// either host (in its network namespace); SeedOf and ExpectedChecksum
+// give the message pattern of a round (fill with cuda's FillPattern,
+// check with its Checksum kernel); env.GPU false means the host-memory
+// fallback (no CUDA: "device memory" is host memory).
 type System interface {
 	// Name is the system's name in tables, plots and file names: short,
 	// lower case ("baseline", "lower-bound", "rgaps").
