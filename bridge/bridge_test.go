@@ -422,3 +422,64 @@ func TestTooLargeRefused(t *testing.T) {
 		return strings.Contains(logb.String(), "chunking is disabled")
 	})
 }
+
+// One ring per topic, each with its own transfer goroutines; and the
+// libfabric shm provider between two daemons of one host.
+func TestPerTopicRingsAndShm(t *testing.T) {
+	for _, prov := range []string{"tcp", "fabric:shm"} {
+		t.Run(prov, func(t *testing.T) {
+			a, b := pair(t, prov, func(o *Options) { o.PerTopic = true; o.RingSize = 4 << 20 })
+			q := reliable()
+			const topics, n = 4, 50
+			var subs []*zerocopy.Subscription
+			var pubs []*zerocopy.Publisher
+			for k := 0; k < topics; k++ {
+				name := fmt.Sprintf("/multi/t%d", k)
+				sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: "std_msgs/msg/String", Node: "/l", QoS: q})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sub.Close()
+				pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: name, Type: "std_msgs/msg/String", Node: "/t", QoS: q})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pub.Close()
+				subs, pubs = append(subs, sub), append(pubs, pub)
+			}
+			for _, pub := range pubs {
+				testutil.Eventually(t, 10*time.Second, "matched", func() bool { return pub.Matched() > 0 })
+			}
+			for i := 0; i < n; i++ {
+				for k, pub := range pubs {
+					if err := pub.Publish(bytes.Repeat([]byte{byte(k*n + i)}, 1000+i*997)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for k, sub := range subs {
+				for i := 0; i < n; i++ {
+					smp, err := sub.TakeWait(10 * time.Second)
+					if err != nil {
+						t.Fatalf("topic %d message %d: %v", k, i, err)
+					}
+					if !bytes.Equal(smp.Bytes(), bytes.Repeat([]byte{byte(k*n + i)}, 1000+i*997)) {
+						t.Fatalf("topic %d message %d: wrong bytes", k, i)
+					}
+					smp.Return()
+				}
+			}
+			rings := 0
+			for _, p := range a.Status().Peers {
+				for _, l := range p.Links {
+					if l.Role == "writer" && l.Topic != "" {
+						rings++
+					}
+				}
+			}
+			if rings != topics {
+				t.Errorf("%d per-topic writer rings, want %d", rings, topics)
+			}
+		})
+	}
+}

@@ -276,7 +276,11 @@ func (l *subLink) offer() error {
 			l.unpin = unpin // GPU present: copies out of the ring run at pinned speed
 		}
 	}
-	ln, err := b.prov.Listen(netJoin(b.opts.DataHost))
+	addr := netJoin(b.opts.DataHost)
+	if b.prov.Name() == "fabric:shm" {
+		addr = "" // shm endpoints are named, not addressed: a fresh name
+	}
+	ln, err := b.prov.Listen(addr)
 	if err != nil {
 		return fmt.Errorf("data listener: %w", err)
 	}

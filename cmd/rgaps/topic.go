@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
 	"io"
 	"math"
 	"os"
@@ -379,7 +380,7 @@ func withSession(o rgaps.Options, name string, fn func(s *session) error) (err e
 
 // withGraph joins domain d without a node (list and info create no
 // endpoint) and runs fn with the topics in the graph.
-func withGraph(d domainFlag, fn func(ctx *rgaps.Context, topics []rgaps.TopicInfo) error) error {
+func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) error {
 	ctx, err := rgaps.NewContext(d.options(rgaps.EngineConfig{}))
 	if err != nil {
 		return fmt.Errorf("joining domain: %w", err)
@@ -389,7 +390,29 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, topics []rgaps.TopicInf
 	if err != nil {
 		return fmt.Errorf("reading the graph: %w", err)
 	}
-	return fn(ctx, topics)
+	g := graphView{topics: topics}
+	// Endpoints on other hosts, from this host's daemon when it bridges.
+	if st, err := bridge.QueryStatus(ctx.Engine().Config()); err == nil {
+		g.bridged = true
+		for _, p := range st.Peers {
+			for _, e := range p.Endpoints {
+				g.remote = append(g.remote, e)
+				if !slices.ContainsFunc(g.topics, func(t rgaps.TopicInfo) bool { return t.Name == e.Topic }) {
+					g.topics = append(g.topics, rgaps.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
+				}
+			}
+		}
+		slices.SortFunc(g.topics, func(a, b rgaps.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return fn(ctx, g)
+}
+
+// graphView is the graph the topic tools show: this host's topics and, when
+// a bridge daemon runs, the endpoints on other hosts it knows of.
+type graphView struct {
+	topics  []rgaps.TopicInfo
+	remote  []bridge.RemoteEndpoint
+	bridged bool
 }
 
 func (s *session) interrupted() bool { return s.stop.Ready() }
@@ -732,8 +755,8 @@ func parseList(args []string, out io.Writer) (listOpts, error) {
 }
 
 func runList(o listOpts, w io.Writer) error {
-	return withGraph(o.domain, func(_ *rgaps.Context, topics []rgaps.TopicInfo) error {
-		topics = slices.DeleteFunc(topics, func(t rgaps.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
+	return withGraph(o.domain, func(_ *rgaps.Context, g graphView) error {
+		topics := slices.DeleteFunc(g.topics, func(t rgaps.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
 		if o.countOnly {
 			_, err := fmt.Fprintln(w, len(topics))
 			return err
@@ -766,32 +789,61 @@ func parseInfo(args []string, out io.Writer) (infoOpts, error) {
 }
 
 func runInfo(o infoOpts, w io.Writer) error {
-	return withGraph(o.domain, func(ctx *rgaps.Context, topics []rgaps.TopicInfo) error {
-		return printInfo(ctx, topics, o, w)
+	return withGraph(o.domain, func(ctx *rgaps.Context, g graphView) error {
+		return printInfo(ctx, g, o, w)
 	})
 }
 
-// printInfo is info for the topics read from ctx's graph.
-func printInfo(ctx *rgaps.Context, topics []rgaps.TopicInfo, o infoOpts, w io.Writer) error {
-	i := slices.IndexFunc(topics, func(t rgaps.TopicInfo) bool { return t.Name == o.topic })
+// printInfo is info for the topics read from ctx's graph, with the
+// endpoints on other hosts the bridge daemon reports (their data path is
+// the bridge's transport: fabric:<provider> or tcp).
+func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
+	i := slices.IndexFunc(g.topics, func(t rgaps.TopicInfo) bool { return t.Name == o.topic })
 	if i < 0 {
 		return fmt.Errorf("unknown topic %s (no live endpoint in domain %d)", o.topic, ctx.DomainID())
 	}
-	ti := topics[i]
+	ti := g.topics[i]
 	eps, err := ctx.Endpoints(o.topic)
 	if err != nil {
 		return fmt.Errorf("reading the graph: %w", err)
 	}
+	// The bridge's own endpoints stand for the remote ones listed below.
+	eps = slices.DeleteFunc(eps, func(e rgaps.EndpointInfo) bool { return e.Bridge })
+	type row struct {
+		rgaps.EndpointInfo
+		host      string // "" on this host
+		localPath string // the path on the remote host
+	}
+	var rows []row
+	for _, e := range eps {
+		rows = append(rows, row{EndpointInfo: e})
+	}
+	for _, e := range g.remote {
+		if e.Topic != o.topic {
+			continue
+		}
+		kind := zerocopy.KindSubscription
+		if e.Kind == zerocopy.KindPublisher.String() {
+			kind = zerocopy.KindPublisher
+		}
+		var gid zerocopy.GID
+		hex.Decode(gid[:], []byte(e.GID))
+		rows = append(rows, row{EndpointInfo: rgaps.EndpointInfo{Topic: e.Topic, Type: e.Type, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
+			host: e.Host, localPath: e.LocalPath})
+	}
 	// Count from the endpoint list, which is read after the topic list:
 	// the two agree with each other even when the graph just changed.
-	slices.SortStableFunc(eps, func(a, b rgaps.EndpointInfo) int {
+	slices.SortStableFunc(rows, func(a, b row) int {
 		if a.Kind != b.Kind {
 			return int(a.Kind) - int(b.Kind)
 		}
+		if a.host != b.host {
+			return strings.Compare(a.host, b.host)
+		}
 		return strings.Compare(a.Node, b.Node)
 	})
-	var pubs, subs []rgaps.EndpointInfo
-	for _, e := range eps {
+	var pubs, subs []row
+	for _, e := range rows {
 		if e.Kind == zerocopy.KindPublisher {
 			pubs = append(pubs, e)
 		} else {
@@ -805,10 +857,12 @@ func printInfo(ctx *rgaps.Context, topics []rgaps.TopicInfo, o infoOpts, w io.Wr
 		return bw.Flush()
 	}
 	fmt.Fprintf(bw, "Data path: %s\n", ti.Path)
-	fmt.Fprintf(bw, "Pool: %s (%d bytes), %s free (%d bytes)\n", humanBytes(ti.PoolSize), ti.PoolSize, humanBytes(ti.PoolFree), ti.PoolFree)
+	if ti.PoolSize > 0 {
+		fmt.Fprintf(bw, "Pool: %s (%d bytes), %s free (%d bytes)\n", humanBytes(ti.PoolSize), ti.PoolSize, humanBytes(ti.PoolFree), ti.PoolFree)
+	}
 	for _, group := range []struct {
 		title string
-		eps   []rgaps.EndpointInfo
+		eps   []row
 	}{{"Publisher", pubs}, {"Subscription", subs}} {
 		fmt.Fprintf(bw, "\n%s count: %d\n", group.title, len(group.eps))
 		for _, e := range group.eps {
@@ -818,7 +872,11 @@ func printInfo(ctx *rgaps.Context, topics []rgaps.TopicInfo, o infoOpts, w io.Wr
 			}
 			fmt.Fprintf(bw, "\nNode name: %s\nNode namespace: %s\nTopic type: %s\n", name, ns, e.Type)
 			fmt.Fprintf(bw, "Endpoint type: %s\nGID: %s\nQoS profile: %s\n", strings.ToUpper(e.Kind.String()), e.GID, e.QoS)
-			fmt.Fprintf(bw, "Process: %d\nData path: %s\n", e.Pid, e.Path)
+			if e.host == "" {
+				fmt.Fprintf(bw, "Process: %d\nData path: %s\n", e.Pid, e.Path)
+			} else {
+				fmt.Fprintf(bw, "Host: %s\nData path: %s (on its host: %s)\n", e.host, e.Path, e.localPath)
+			}
 		}
 	}
 	return bw.Flush()
