@@ -235,6 +235,18 @@ func TestRmw(t *testing.T) {
 		rmwPassed(t, peer)
 	})
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
+	t.Run("LivelinessOfKilledPublisher", func(t *testing.T) {
+		env := rmwEnv(k, 66)
+		pub, _ := rmwStart(t, env, k.progs["rmw_proc"], "live_pub")
+		pub.expect(t, "READY")
+		watch, _ := rmwStart(t, env, k.progs["rmw_proc"], "live_watch")
+		watch.expect(t, "MATCHED")
+		if err := pub.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-pub.done
+		rmwPassed(t, watch)
+	})
 }
 
 // rmwPoolSizes checks the pool sizes of topics (seen through the Go API).

@@ -14,6 +14,11 @@
  *                       prints PUBLISHED, stays until stdin closes
  *   rmw_proc loan_hold  takes that message as a loan and holds it: prints
  *                       HOLDING and waits to be killed
+ *   rmw_proc live_pub   publishes on /lively, prints READY and waits to be
+ *                       killed
+ *   rmw_proc live_watch subscribes to /lively, prints MATCHED once the
+ *                       publisher is alive, then expects the liveliness
+ *                       changed event of its death
  *
  * Each role prints PASS/FAIL lines and exits 0 only without failures.
  */
@@ -261,10 +266,58 @@ static int loan_hold(void)
 		pause(); /* until SIGKILL */
 }
 
+static int live_pub(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "live_pub", "/");
+	MUST(n != NULL);
+	rmw_publisher_t *p = rmw_create_publisher(n, &Plain_ts, "/lively", &h_qos_default, &po);
+	MUST(p != NULL);
+	printf("READY\n");
+	fflush(stdout);
+	for (;;)
+		pause(); /* until SIGKILL */
+}
+
+static int live_watch(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "live_watch", "/");
+	MUST(n != NULL);
+	rmw_subscription_t *s = rmw_create_subscription(n, &Plain_ts, "/lively", &h_qos_default, &so);
+	MUST(s != NULL);
+	rmw_event_t lc;
+	memset(&lc, 0, sizeof lc);
+	CHECK_RC(rmw_subscription_event_init(&lc, s, RMW_EVENT_LIVELINESS_CHANGED), RMW_RET_OK);
+	rmw_liveliness_changed_status_t st;
+	bool taken = false;
+	int alive = H_EVENTUALLY(rmw_take_event(&lc, &st, &taken) == RMW_RET_OK && taken && st.alive_count == 1, 10000);
+	MUST(alive);
+	CHECK(st.alive_count_change == 1 && st.not_alive_count == 0);
+	printf("MATCHED\n");
+	fflush(stdout);
+	/* woken by the event, not polled */
+	int dead = 0;
+	int64_t end = h_now_ns() + 20000000000LL;
+	while (!dead && h_now_ns() < end) {
+		void *ea[1] = {&lc};
+		rmw_events_t evs = {1, ea};
+		rmw_time_t t = {1, 0};
+		if (rmw_wait(NULL, NULL, NULL, NULL, &evs, ws, &t) != RMW_RET_OK)
+			continue;
+		CHECK_RC(rmw_take_event(&lc, &st, &taken), RMW_RET_OK);
+		dead = taken && st.not_alive_count >= 1;
+	}
+	CHECK(dead);
+	CHECK(st.alive_count == 0 && st.not_alive_count_change >= 1);
+	h_pass("liveliness_lost_with_the_process");
+	CHECK_RC(rmw_destroy_subscription(n, s), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold\n");
+		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|live_pub|live_watch\n");
 		return 2;
 	}
 	h_init(&ctx, &opts, h_allocator());
@@ -279,6 +332,10 @@ int main(int argc, char **argv)
 		rc = loan_pub();
 	else if (strcmp(argv[1], "loan_hold") == 0)
 		rc = loan_hold();
+	else if (strcmp(argv[1], "live_pub") == 0)
+		rc = live_pub();
+	else if (strcmp(argv[1], "live_watch") == 0)
+		rc = live_watch();
 	else
 		fprintf(stderr, "unknown role %s\n", argv[1]);
 	CHECK_RC(rmw_destroy_wait_set(ws), RMW_RET_OK);

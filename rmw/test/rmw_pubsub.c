@@ -482,6 +482,32 @@ static void test_events(void)
 	}
 	CHECK(k == 5 && last == 19);
 
+	/* deadlines: 30 ms asked and offered, one message, then silence */
+	rmw_qos_profile_t dq = h_qos_default;
+	dq.deadline = (rmw_time_t){0, 30000000};
+	rmw_publisher_t *dp = rmw_create_publisher(node, &Plain_ts, "/deadlines", &dq, &po);
+	rmw_subscription_t *ds = rmw_create_subscription(node, &Plain_ts, "/deadlines", &dq, &so);
+	MUST(dp && ds);
+	rmw_event_t od, rd;
+	memset(&od, 0, sizeof od);
+	memset(&rd, 0, sizeof rd);
+	CHECK_RC(rmw_publisher_event_init(&od, dp, RMW_EVENT_OFFERED_DEADLINE_MISSED), RMW_RET_OK);
+	CHECK_RC(rmw_subscription_event_init(&rd, ds, RMW_EVENT_REQUESTED_DEADLINE_MISSED), RMW_RET_OK);
+	CHECK_RC(rmw_publish(dp, &(Plain){0, 0.0, 0}, NULL), RMW_RET_OK);
+	rmw_offered_deadline_missed_status_t ods;
+	rmw_requested_deadline_missed_status_t rds;
+	CHECK(H_EVENTUALLY(rmw_take_event(&od, &ods, &taken) == RMW_RET_OK && taken && ods.total_count >= 2, 3000));
+	CHECK(ods.total_count_change >= 1);
+	ea[0] = &rd;
+	CHECK_RC(rmw_wait(NULL, NULL, NULL, NULL, &evs, ws, &sec), RMW_RET_OK);
+	CHECK(ea[0] == &rd);
+	CHECK(H_EVENTUALLY(rmw_take_event(&rd, &rds, &taken) == RMW_RET_OK && taken && rds.total_count >= 2, 3000));
+	rmw_qos_profile_t aq;
+	CHECK_RC(rmw_subscription_get_actual_qos(ds, &aq), RMW_RET_OK);
+	CHECK(aq.deadline.sec == 0 && aq.deadline.nsec == 30000000);
+	CHECK_RC(rmw_destroy_subscription(node, ds), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(node, dp), RMW_RET_OK);
+
 	/* the subscription goes: the publisher's match count drops */
 	CHECK_RC(rmw_destroy_subscription(node, be), RMW_RET_OK);
 	CHECK(H_EVENTUALLY(rmw_take_event(&pm, &ms, &taken) == RMW_RET_OK && taken && ms.current_count == 0, 2000));
