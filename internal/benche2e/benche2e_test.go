@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -402,5 +403,51 @@ func TestHeaderAndRounds(t *testing.T) {
 	}
 	if err := ChildMain([]string{"no-such-role"}); err == nil {
 		t.Error("unknown role accepted")
+	}
+}
+
+// TestInterrupt: cancelling a run ends it promptly, children and RouDi
+// stopped (the leak check of TestMain then finds nothing left).
+func TestInterrupt(t *testing.T) {
+	needBaseline(t)
+	o := testOptions(t)
+	o.Rounds = 100000
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress benchtest.SyncBuffer
+	started := make(chan struct{})
+	var once sync.Once
+	progress.Hook = func(line string) {
+		if strings.Contains(line, "baseline") && strings.Contains(line, "rounds") {
+			once.Do(func() { close(started) })
+		}
+	}
+	o.Progress = &progress
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, o)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no round started")
+	}
+	time.Sleep(500 * time.Millisecond)
+	t0 := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run after cancel: %v", err)
+		}
+		t.Logf("stopped %v after the cancel", time.Since(t0).Round(time.Millisecond))
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of the cancel")
+	}
+	live.Lock()
+	n := len(live.m)
+	live.Unlock()
+	if n != 0 {
+		t.Errorf("%d children still running", n)
 	}
 }

@@ -134,11 +134,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	bar := newProgress(o.Progress, len(systems)*totalRounds(o))
 	defer bar.finish()
+	// An interrupt kills the children, so a round waiting on one ends now
+	// rather than after PeerTimeout; the system then closes as after any
+	// failure.
+	defer context.AfterFunc(ctx, killAll)()
 	for _, mk := range systems {
 		sys := mk()
 		run := runSystem(env, o, sys, bar)
 		res.Systems = append(res.Systems, run)
 		if err := ctx.Err(); err != nil {
+			if run.Err != "" {
+				return nil, fmt.Errorf("%w (%s: %s)", err, run.Name, run.Err)
+			}
 			return nil, err
 		}
 	}

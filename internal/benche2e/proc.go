@@ -86,11 +86,33 @@ func StartChild(env *Env, h Host, name, role string, args ...string) (*Child, er
 		syscall.Close(fds[0])
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
+	live.Lock()
+	live.m[p] = struct{}{}
+	live.Unlock()
 	go func() {
 		p.err = cmd.Wait()
+		live.Lock()
+		delete(live.m, p)
+		live.Unlock()
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// live are the children running now, for killAll.
+var live = struct {
+	sync.Mutex
+	m map[*Child]struct{}
+}{m: map[*Child]struct{}{}}
+
+// killAll kills every running child (the run was interrupted): their
+// owners' pending reads fail at once, so the systems close promptly.
+func killAll() {
+	live.Lock()
+	defer live.Unlock()
+	for p := range live.m {
+		p.cmd.Process.Kill()
+	}
 }
 
 // Name is the name the child was started with.
