@@ -129,7 +129,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if Ours != nil {
 			systems = append(systems, Ours)
 		} else {
-			res.Missing = append(res.Missing, "ours (the rgaps bridge): no System registered in benche2e.Ours in this build; not measured")
+			res.Missing = append(res.Missing, "ours (the rgaps bridge): no System is registered in benche2e.Ours in this build, so this run shows no numbers for it")
 		}
 	}
 	bar := newProgress(o.Progress, len(systems)*totalRounds(o))
