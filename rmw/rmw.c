@@ -533,6 +533,7 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 		goto fail;
 	d->magic = RGAPS_MAGIC_PUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();
+	d->prefix = rgaps_ts_is_plain(ts) ? RGAPS_MSG_PREFIX : 0; /* never depends on the environment */
 	p->implementation_identifier = rgaps_identifier;
 	p->data = d;
 	p->topic_name = topic;
@@ -591,7 +592,7 @@ rmw_ret_t rmw_publish(const rmw_publisher_t *publisher, const void *ros_message,
 	(void)allocation;
 	PUB(publisher, d);
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
-	return publish_cdr(d->go, d->ts, ros_message, RGAPS_MSG_PREFIX, NULL, 0);
+	return publish_cdr(d->go, d->ts, ros_message, d->prefix, NULL, 0);
 }
 
 rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *publisher,
@@ -604,11 +605,11 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *publisher,
 		FAIL(RMW_RET_INVALID_ARGUMENT, "serialized message is shorter than a CDR header");
 	uint8_t *buf = NULL;
 	size_t n = serialized_message->buffer_length;
-	rmw_ret_t rc = rgapsgo_pub_loan(d->go, RGAPS_MSG_PREFIX + n, 0, &buf);
+	rmw_ret_t rc = rgapsgo_pub_loan(d->go, d->prefix + n, 0, &buf);
 	if (rc != RMW_RET_OK || buf == NULL)
 		return rc;
-	memset(buf, 0, RGAPS_MSG_PREFIX);
-	memcpy(buf + RGAPS_MSG_PREFIX, serialized_message->buffer, n);
+	memset(buf, 0, d->prefix);
+	memcpy(buf + d->prefix, serialized_message->buffer, n);
 	return rgapsgo_pub_publish(d->go, buf);
 }
 
@@ -781,6 +782,7 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 		goto fail;
 	d->magic = RGAPS_MAGIC_SUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();
+	d->prefix = rgaps_ts_is_plain(ts) ? RGAPS_MSG_PREFIX : 0;
 	s->implementation_identifier = rgaps_identifier;
 	s->data = d;
 	s->topic_name = topic;
@@ -811,17 +813,18 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *subscri
 }
 
 /* take_cdr takes the next message of sub (Go state) and deserialises it
- * from `prefix` bytes into msg. *taken false: nothing queued. */
-static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, void *msg, bool *taken, rmw_message_info_t *info)
+ * from `prefix` bytes on into msg. *taken false: nothing queued. */
+static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, size_t prefix, void *msg, bool *taken,
+	rmw_message_info_t *info)
 {
 	*taken = false;
 	uint8_t *data = NULL;
 	size_t size = 0;
 	uintptr_t smp = 0;
-	rmw_ret_t rc = rgapsgo_sub_take(sub, RGAPS_MSG_PREFIX + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
+	rmw_ret_t rc = rgapsgo_sub_take(sub, prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
 	if (rc != RMW_RET_OK || smp == 0)
 		return rc;
-	rc = ts_ret(rgaps_ts_deserialize(ts, data + RGAPS_MSG_PREFIX, size - RGAPS_MSG_PREFIX, msg));
+	rc = ts_ret(rgaps_ts_deserialize(ts, data + prefix, size - prefix, msg));
 	rmw_ret_t rc2 = rgapsgo_sample_return(smp);
 	if (rc != RMW_RET_OK)
 		return rc;
@@ -838,7 +841,7 @@ rmw_ret_t rmw_take(const rmw_subscription_t *subscription, void *ros_message, bo
 	SUB(subscription, d);
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
-	return take_cdr(d->go, d->ts, ros_message, taken, NULL);
+	return take_cdr(d->go, d->ts, d->prefix, ros_message, taken, NULL);
 }
 
 rmw_ret_t rmw_take_with_info(const rmw_subscription_t *subscription, void *ros_message, bool *taken,
@@ -849,7 +852,7 @@ rmw_ret_t rmw_take_with_info(const rmw_subscription_t *subscription, void *ros_m
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
 	ARG(message_info, RMW_RET_INVALID_ARGUMENT);
-	return take_cdr(d->go, d->ts, ros_message, taken, message_info);
+	return take_cdr(d->go, d->ts, d->prefix, ros_message, taken, message_info);
 }
 
 rmw_ret_t rmw_take_sequence(const rmw_subscription_t *subscription, size_t count,
@@ -872,7 +875,7 @@ rmw_ret_t rmw_take_sequence(const rmw_subscription_t *subscription, size_t count
 	size_t n = 0;
 	while (n < count) {
 		bool one = false;
-		rc = take_cdr(d->go, d->ts, message_sequence->data[n], &one, &message_info_sequence->data[n]);
+		rc = take_cdr(d->go, d->ts, d->prefix, message_sequence->data[n], &one, &message_info_sequence->data[n]);
 		if (rc != RMW_RET_OK || !one)
 			break;
 		n++;
@@ -893,10 +896,10 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *subscription, rmw_ser
 	uint8_t *data = NULL;
 	size_t size = 0;
 	uintptr_t smp = 0;
-	rmw_ret_t rc = rgapsgo_sub_take(d->go, RGAPS_MSG_PREFIX + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
+	rmw_ret_t rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
 	if (rc != RMW_RET_OK || smp == 0)
 		return rc;
-	size_t n = size - RGAPS_MSG_PREFIX;
+	size_t n = size - d->prefix;
 	if (m->buffer_capacity < n) {
 		if (!rgaps_allocator_valid(&m->allocator)) {
 			rgapsgo_sample_return(smp);
@@ -910,7 +913,7 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *subscription, rmw_ser
 		m->buffer = b;
 		m->buffer_capacity = n;
 	}
-	memcpy(m->buffer, data + RGAPS_MSG_PREFIX, n);
+	memcpy(m->buffer, data + d->prefix, n);
 	m->buffer_length = n;
 	if (info != NULL)
 		info->publisher_gid.implementation_identifier = rgaps_identifier;

@@ -33,11 +33,17 @@
 #define RGAPS_MAGIC_DEAD 0xdeaddeadu
 
 /* Payload layouts on a topic (what the engine carries):
- *   message:  [4 reserved bytes][CDR: 4-byte encapsulation header, body]
- *   service:  [16-byte writer GID][int64 sequence][4 reserved][CDR ...]
- * The reserved bytes put the CDR body at offset 8 (or 32) of the pool block,
- * which is 64-byte aligned, so a plain message's memory layout is its CDR
- * layout in place (loans). */
+ *   message:        [CDR: 4-byte encapsulation header, body], as ROS 2
+ *                   puts it on the wire (the rgaps CLI and Go programs
+ *                   read and write the same bytes)
+ *   plain message:  [4 reserved bytes][CDR ...] for the types whose memory
+ *                   layout is their CDR layout (rgaps_ts_is_plain): the
+ *                   reserved bytes put the body at offset 8 of the pool
+ *                   block, which is 64-byte aligned, so the message lies in
+ *                   place at its own alignment (loans). Both sides know the
+ *                   layout from the type.
+ *   service:        [16-byte writer GID][int64 sequence][4 reserved][CDR ...]
+ */
 #define RGAPS_MSG_PREFIX 4u
 #define RGAPS_SRV_PREFIX 28u
 #define RGAPS_CDR_HEADER 4u
@@ -76,7 +82,8 @@ typedef struct rgaps_pub {
 	const rgaps_ts *ts;
 	rmw_qos_profile_t qos; /* actual QoS */
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
-	int plain;
+	int plain;     /* can loan */
+	size_t prefix; /* bytes before the CDR stream: RGAPS_MSG_PREFIX for plain types, else 0 */
 } rgaps_pub;
 
 /* rmw_subscription_t.data */
@@ -86,7 +93,8 @@ typedef struct rgaps_sub {
 	const rgaps_ts *ts;
 	rmw_qos_profile_t qos;
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
-	int plain;
+	int plain;     /* can loan */
+	size_t prefix; /* as rgaps_pub's */
 } rgaps_sub;
 
 /* rmw_client_t.data: a request publisher and a response subscription. */

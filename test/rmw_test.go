@@ -16,7 +16,9 @@ package test
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -235,6 +237,7 @@ func TestRmw(t *testing.T) {
 		rmwPassed(t, peer)
 	})
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
+	t.Run("SameBytesAsGoPrograms", func(t *testing.T) { rmwStringInterop(t, k) })
 	t.Run("LivelinessOfKilledPublisher", func(t *testing.T) {
 		env := rmwEnv(k, 66)
 		pub, _ := rmwStart(t, env, k.progs["rmw_proc"], "live_pub")
@@ -247,6 +250,56 @@ func TestRmw(t *testing.T) {
 		<-pub.done
 		rmwPassed(t, watch)
 	})
+}
+
+// rmwCDRString is std_msgs/msg/String as ROS 2 puts it on the wire (and
+// the rgaps CLI reads and writes it): encapsulation 00 01 00 00, the
+// length with the NUL, the bytes, the NUL.
+func rmwCDRString(s string) []byte {
+	b := []byte{0, 1, 0, 0, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(s)+1))
+	return append(append(b, s...), 0)
+}
+
+// rmwStringInterop: a Go program (the native API, as the rgaps CLI uses
+// it) and an rmw node exchange std_msgs/msg/String both ways: the rmw
+// library carries non-plain messages as plain CDR.
+func rmwStringInterop(t *testing.T, k *rmwKit) {
+	const dom = 67
+	d := uint32(dom)
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n, err := c.NewNode("go_side", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := n.NewPublisher("/cli_chatter", "std_msgs/msg/String", rgaps.DefaultQoS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := n.NewSubscription("/cli_reply", "std_msgs/msg/String", rgaps.DefaultQoS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo, _ := rmwStart(t, rmwEnv(k, dom), k.progs["rmw_proc"], "string_echo")
+	echo.expect(t, "READY")
+	testutil.Eventually(t, 10*time.Second, "the rmw subscription matched", func() bool { return pub.Matched() > 0 })
+	if err := pub.Publish(rmwCDRString("hello rmw")); err != nil {
+		t.Fatal(err)
+	}
+	echo.expect(t, "GOT hello rmw")
+	smp, err := sub.TakeWait(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no reply from the rmw node: %v\n%s", err, echo)
+	}
+	if got, want := smp.Bytes(), rmwCDRString("re: hello rmw"); !bytes.Equal(got, want) {
+		t.Errorf("reply bytes %x, want %x", got, want)
+	}
+	smp.Return()
+	rmwPassed(t, echo)
 }
 
 // rmwPoolSizes checks the pool sizes of topics (seen through the Go API).

@@ -348,6 +348,42 @@ static const rosidl_typesupport_introspection_c__MessageMember Chat_members[] = 
 };
 H_TYPE("rgaps_test__msg", Chat)
 
+/* std_msgs/msg/String: string data (what the rgaps CLI publishes and echoes). */
+typedef struct String {
+	rosidl_runtime_c__String data;
+} String;
+
+static void String_init(void *p, int how)
+{
+	(void)how;
+	String *m = p;
+	m->data.data = calloc(1, 1);
+	m->data.size = 0;
+	m->data.capacity = 1;
+}
+
+static void String_fini(void *p)
+{
+	String *m = p;
+	free(m->data.data);
+	memset(m, 0, sizeof *m);
+}
+
+static inline void string_set(String *m, const char *text)
+{
+	size_t l = strlen(text);
+	free(m->data.data);
+	m->data.data = malloc(l + 1);
+	memcpy(m->data.data, text, l + 1);
+	m->data.size = l;
+	m->data.capacity = l + 1;
+}
+
+static const rosidl_typesupport_introspection_c__MessageMember String_members[] = {
+	H_SCALAR(String, data, RGAPS_TYPE_STRING),
+};
+H_TYPE("std_msgs__msg", String)
+
 /* rgaps_test/msg/Plain: int64 stamp, float64 x, uint32 seq (plain). */
 typedef struct Plain {
 	int64_t stamp;

@@ -14,6 +14,9 @@
  *                       prints PUBLISHED, stays until stdin closes
  *   rmw_proc loan_hold  takes that message as a loan and holds it: prints
  *                       HOLDING and waits to be killed
+ *   rmw_proc string_echo  takes a std_msgs/msg/String on /cli_chatter
+ *                       (published by a Go program or the rgaps CLI),
+ *                       prints GOT <text>, answers "re: <text>" on /cli_reply
  *   rmw_proc live_pub   publishes on /lively, prints READY and waits to be
  *                       killed
  *   rmw_proc live_watch subscribes to /lively, prints MATCHED once the
@@ -266,6 +269,38 @@ static int loan_hold(void)
 		pause(); /* until SIGKILL */
 }
 
+static int string_echo(void)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "string_echo", "/");
+	MUST(n != NULL);
+	rmw_subscription_t *s = rmw_create_subscription(n, &String_ts, "/cli_chatter", &h_qos_default, &so);
+	rmw_publisher_t *p = rmw_create_publisher(n, &String_ts, "/cli_reply", &h_qos_default, &po);
+	MUST(s && p);
+	CHECK(!s->can_loan_messages);
+	printf("READY\n");
+	fflush(stdout);
+	MUST(h_wait_sub(ws, s, 20000));
+	String m;
+	String_init(&m, 0);
+	bool taken = false;
+	CHECK_RC(rmw_take(s, &m, &taken, NULL), RMW_RET_OK);
+	MUST(taken);
+	printf("GOT %s\n", m.data.data);
+	fflush(stdout);
+	char reply[256];
+	snprintf(reply, sizeof reply, "re: %s", m.data.data);
+	string_set(&m, reply);
+	size_t cnt = 0;
+	CHECK(H_EVENTUALLY(rmw_publisher_count_matched_subscriptions(p, &cnt) == RMW_RET_OK && cnt >= 1, 10000));
+	CHECK_RC(rmw_publish(p, &m, NULL), RMW_RET_OK);
+	String_fini(&m);
+	CHECK_RC(rmw_destroy_publisher(n, p), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_subscription(n, s), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	h_pass("string_with_go_programs");
+	return 0;
+}
+
 static int live_pub(void)
 {
 	rmw_node_t *n = rmw_create_node(&ctx, "live_pub", "/");
@@ -317,7 +352,7 @@ static int live_watch(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|live_pub|live_watch\n");
+		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|string_echo|live_pub|live_watch\n");
 		return 2;
 	}
 	h_init(&ctx, &opts, h_allocator());
@@ -332,6 +367,8 @@ int main(int argc, char **argv)
 		rc = loan_pub();
 	else if (strcmp(argv[1], "loan_hold") == 0)
 		rc = loan_hold();
+	else if (strcmp(argv[1], "string_echo") == 0)
+		rc = string_echo();
 	else if (strcmp(argv[1], "live_pub") == 0)
 		rc = live_pub();
 	else if (strcmp(argv[1], "live_watch") == 0)
