@@ -273,7 +273,10 @@ func (st *status) setCallback(t int, cb *callback) {
 				return
 			default:
 			}
-			zerocopy.Wait([]zerocopy.Waitable{cond}, ready, pollEvery, 0)
+			if err := zerocopy.Wait([]zerocopy.Waitable{cond}, ready, pollEvery, 0); errors.Is(err, zerocopy.ErrClosed) {
+				<-cb.stop // the endpoint is going: wait to be stopped, do not spin
+				return
+			}
 		}
 	}()
 }

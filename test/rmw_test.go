@@ -122,7 +122,9 @@ func rmwBuild(t testing.TB) *rmwKit {
 	}
 	for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench"} {
 		out := filepath.Join(k.dir, p)
-		rmwCC(t, k, "-o", out, filepath.Join(root, "rmw", "test", p+".c"), "-L"+k.dir, "-lrmw_rgaps", "-lpthread")
+		// -rdynamic: rmw_api defines rcutils_set_error_state, which the
+		// library binds weakly, as in a ROS process.
+		rmwCC(t, k, "-rdynamic", "-o", out, filepath.Join(root, "rmw", "test", p+".c"), "-L"+k.dir, "-lrmw_rgaps", "-lpthread")
 		k.progs[p] = out
 	}
 	return k

@@ -10,6 +10,46 @@
  */
 #include "rmw_harness.h"
 
+/* rcutils' error state, as a ROS process has it: the library calls it
+ * (weakly bound) on the calling thread. This program is linked with
+ * -rdynamic so that the library finds it. */
+static __thread char rcutils_error[1024];
+static __thread int rcutils_calls;
+void rcutils_set_error_state(const char *error_string, const char *file, size_t line_number);
+void rcutils_set_error_state(const char *error_string, const char *file, size_t line_number)
+{
+	(void)file;
+	(void)line_number;
+	snprintf(rcutils_error, sizeof rcutils_error, "%s", error_string);
+	rcutils_calls++;
+}
+
+#include <pthread.h>
+
+static void *fail_in_thread(void *arg)
+{
+	(void)arg;
+	CHECK_RC(rmw_init_options_fini(NULL), RMW_RET_INVALID_ARGUMENT);
+	CHECK(rcutils_calls == 1 && strstr(rcutils_error, "init_options") != NULL);
+	return NULL;
+}
+
+static void test_error_state(void)
+{
+	int before = rcutils_calls;
+	CHECK_RC(rmw_destroy_node(NULL), RMW_RET_INVALID_ARGUMENT);
+	CHECK(rcutils_calls == before + 1);
+	CHECK(strcmp(rcutils_error, rgaps_rmw_last_error()) == 0);
+	CHECK(strstr(rcutils_error, "node") != NULL);
+	/* thread-local: another thread's failure is that thread's */
+	pthread_t th;
+	MUST(pthread_create(&th, NULL, fail_in_thread, NULL) == 0);
+	pthread_join(th, NULL);
+	CHECK(strstr(rgaps_rmw_last_error(), "node") != NULL);
+	CHECK(strstr(rcutils_error, "node") != NULL);
+	h_pass("error_state");
+}
+
 static void test_identity(void)
 {
 	CHECK(strcmp(rmw_get_implementation_identifier(), "rmw_rgaps") == 0);
@@ -588,6 +628,7 @@ static void test_allocation_failures(void)
 int main(void)
 {
 	test_identity();
+	test_error_state();
 	test_init_options();
 	test_init_shutdown();
 	test_handles();
