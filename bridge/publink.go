@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,7 @@ type pubLink struct {
 	cur         *message // message being written
 	acked       []ring.Record
 	imms        [4]uint64
+	spins       int // idle polls in a row
 
 	stats LinkStats
 }
@@ -205,20 +207,30 @@ func (l *pubLink) run() {
 			}
 		}
 		if progressed {
+			l.spins = 0
 			continue
 		}
 		// Nothing more to do right now: wait for a sample, a request, or
 		// (with records in flight) the next head write-back, which lands
 		// only while this side polls the transport.
 		timeout := 100 * time.Millisecond
-		if l.ep != nil && (blocked || l.inFlight() > 0) {
-			if blocked {
-				// Ring or in-flight limit full: poll closely for the head.
-				time.Sleep(20 * time.Microsecond)
+		if l.ep != nil {
+			if st := l.ep.Stats(); blocked || st.Writes > st.Completions {
+				// Writes still moving (software providers move bytes only
+				// while polled), or waiting for ring room: poll closely.
+				l.spins++
+				if l.spins < 256 {
+					runtime.Gosched()
+				} else {
+					time.Sleep(min(time.Duration(l.spins-255)*5*time.Microsecond, 100*time.Microsecond))
+				}
 				continue
 			}
-			timeout = time.Millisecond
+			if l.inFlight() > 0 {
+				timeout = time.Millisecond // head write-backs land only while we poll
+			}
 		}
+		l.spins = 0
 		items, ready = l.waitItems(items[:0], ready)
 		zerocopy.Wait(items, ready, timeout, 0)
 	}

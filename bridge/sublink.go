@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ type subLink struct {
 	stallSince  time.Time
 	wbPending   bool
 	wbPosted    uint64 // transport writes posted when the last write-back went out
+	spins       int    // polls in a row that found nothing
 
 	stats LinkStats
 }
@@ -400,16 +402,7 @@ func (l *subLink) pump() error {
 	var n int
 	var err error
 	if l.cfg.Mode == ring.WriteImm {
-		wait := 10 * time.Millisecond
-		if len(l.recs) > 0 {
-			wait = 0
-		}
-		if wait > 0 {
-			n, err = l.ep.Wait(l.imms, wait)
-		} else {
-			n, err = l.ep.Poll(l.imms)
-		}
-		if err != nil {
+		if n, err = l.ep.Poll(l.imms); err != nil {
 			return err
 		}
 		for _, imm := range l.imms[:n] {
@@ -429,9 +422,11 @@ func (l *subLink) pump() error {
 			return err
 		}
 		n = len(l.recs) - before
-		if n == 0 && len(l.recs) == 0 {
-			time.Sleep(20 * time.Microsecond)
-		}
+	}
+	if n == 0 && len(l.recs) == 0 {
+		l.idle()
+	} else {
+		l.spins = 0
 	}
 	done := 0
 	for i := range l.recs {
@@ -463,6 +458,31 @@ func (l *subLink) pump() error {
 	}
 	return l.writeBack()
 }
+
+// idle pauses a reader that found nothing: it polls hot for a little
+// while (a message usually follows another), then sleeps in steps growing
+// to idleMax, so an idle link costs little CPU: software providers make
+// progress only when polled, and a core spinning on a 2-core host starves
+// the processes the data is for. A sleep is cut short by a wake (stop,
+// link changes).
+func (l *subLink) idle() {
+	l.spins++
+	switch {
+	case l.spins < 64:
+		runtime.Gosched()
+	default:
+		d := min(time.Duration(l.spins-63)*10*time.Microsecond, idleMax)
+		select {
+		case <-l.wakeCh:
+			l.wake() // keep it for the run loop
+		case <-time.After(d):
+		}
+	}
+}
+
+// idleMax is the longest pause of an idle reader: the added latency of the
+// first message after a quiet period.
+const idleMax = 200 * time.Microsecond
 
 // writeBack sends the newest Head, keeping at most one write-back in
 // flight (shm orders only send after send).

@@ -323,15 +323,29 @@ func TestCLI(t *testing.T) {
 
 	t.Run("Demo", func(t *testing.T) {
 		t.Parallel()
+		// Two emulated hosts (the default): 1 subscriber with the
+		// publisher, 2 on host b behind the bridge.
 		out := mustRun(t, bin, "demo", "-n", "50", "-domain", "66")
 		for _, want := range []string{
-			"data path: host-shm",
-			"memory:    ",
+			"hosts:     ",
+			"data path: host a: host-shm",
+			"a → b:",
+			"host b: host-shm",
 			"published: 50 messages",
-			"OK: all 100 deliveries (50 messages x 2 subscribers) verified byte for byte",
+			"OK: all 150 deliveries (50 messages x 3 subscribers) verified byte for byte",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("demo output lacks %q:\n%s", want, out)
+			}
+		}
+		out = mustRun(t, bin, "demo", "-hosts", "1", "-n", "50", "-domain", "67")
+		for _, want := range []string{
+			"data path: host-shm",
+			"memory:    ",
+			"OK: all 100 deliveries (50 messages x 2 subscribers) verified byte for byte",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("demo -hosts 1 output lacks %q:\n%s", want, out)
 			}
 		}
 	})

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -93,21 +94,29 @@ func verifyDemo(b []byte, maxSize int64) (uint64, string) {
 }
 
 type demoOpts struct {
-	domain domainFlag
-	n      int
-	size   int64
-	subs   int
-	rate   float64
-	host   bool // stay on host memory even with a GPU
+	domain   domainFlag
+	n        int
+	size     int64
+	subs     int // subscribers on host b (on the only host with -hosts 1)
+	local    int // subscribers on host a (the publisher's) with -hosts 2
+	hosts    int
+	wire     string // auto, netns, loopback
+	provider string
+	rate     float64
+	host     bool // stay on host memory even with a GPU
 }
 
 func parseDemo(args []string, out io.Writer) (demoOpts, error) {
 	o := demoOpts{}
 	size := sizeFlag(4 << 20)
-	fs := newFlags("rgaps demo", "[-n N] [-size BYTES] [-subs K] [-rate HZ] [-host]", out)
+	fs := newFlags("rgaps demo", "[-n N] [-size BYTES] [-subs K] [-local K] [-hosts 1|2] [-wire auto|netns|loopback] [-rate HZ] [-host]", out)
 	fs.IntVar(&o.n, "n", 200, "messages to publish")
 	fs.Var(&size, "size", "largest message `size`; sizes vary from 1 KiB up to it")
-	fs.IntVar(&o.subs, "subs", 2, "subscriber processes")
+	fs.IntVar(&o.subs, "subs", 2, "subscriber processes on host b (on the publisher's host with -hosts 1)")
+	fs.IntVar(&o.local, "local", 1, "with -hosts 2: subscriber processes on host a, the publisher's")
+	fs.IntVar(&o.hosts, "hosts", 2, "emulated hosts: 2 (a daemon each, bridged) or 1 (shared memory only)")
+	fs.StringVar(&o.wire, "wire", "auto", "how the two hosts are emulated: netns (needs root and ip(8)), loopback, or auto")
+	fs.StringVar(&o.provider, "provider", "", "bridge transport: fabric:tcp (default with libfabric), tcp")
 	fs.Float64Var(&o.rate, "rate", 100, "messages per second; 0 publishes as fast as the subscribers keep up")
 	fs.BoolVar(&o.host, "host", false, "use host memory even when a GPU is available")
 	if _, err := fs.parse(args, 0, 0); err != nil {
@@ -121,6 +130,12 @@ func parseDemo(args []string, out io.Writer) (demoOpts, error) {
 		return o, badUsage("-size %s: must be in [%d, 1GiB]", formatSize(o.size), demoMinSize)
 	case o.subs < 1 || o.subs > 32:
 		return o, badUsage("-subs %d: must be in [1, 32]", o.subs)
+	case o.local < 0 || o.local > 32:
+		return o, badUsage("-local %d: must be in [0, 32]", o.local)
+	case o.hosts != 1 && o.hosts != 2:
+		return o, badUsage("-hosts %d: must be 1 or 2", o.hosts)
+	case o.wire != "auto" && o.wire != "netns" && o.wire != "loopback":
+		return o, badUsage("-wire %q: must be auto, netns or loopback", o.wire)
 	case math.IsNaN(o.rate) || math.IsInf(o.rate, 0) || o.rate < 0:
 		return o, badUsage("-rate %v: must be a number >= 0", o.rate)
 	}
@@ -205,8 +220,19 @@ func runDemoSub(args []string) (err error) {
 		finish.Close()
 		mu.Unlock()
 	}()
+	// The publisher writes "done <published>" and closes stdin; messages
+	// from another host may still be on their way then.
+	var expect atomic.Int64
+	expect.Store(-1)
 	go func() {
-		io.Copy(io.Discard, os.Stdin)
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "done "); ok {
+				if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+					expect.Store(v)
+				}
+			}
+		}
 		mu.Lock()
 		if !closed {
 			finish.Trigger()
@@ -218,6 +244,7 @@ func runDemoSub(args []string) (err error) {
 	rep := demoReport{Pid: os.Getpid()}
 	var lat []time.Duration
 	next := uint64(0)
+	var doneAt time.Time
 	items, ready := []rgaps.Waitable{sub, finish, s.stop}, make([]bool, 3)
 	for {
 		// Read the flag before taking: every message was queued before
@@ -225,8 +252,17 @@ func runDemoSub(args []string) (err error) {
 		done := finish.Ready() || s.interrupted()
 		smp, err := sub.Take()
 		if errors.Is(err, rgaps.ErrNoData) {
-			if done {
+			if done && (s.interrupted() || int64(rep.Received) >= expect.Load()) {
 				break
+			}
+			if done && doneAt.IsZero() {
+				doneAt = time.Now()
+			}
+			if done && time.Since(doneAt) > demoTimeout {
+				break // what is missing is reported as lost
+			}
+			if done {
+				items = items[:1] // wait for the stragglers only
 			}
 			if err := s.ctx.Wait(items, ready, demoTimeout); errors.Is(err, rgaps.ErrTimeout) {
 				return fmt.Errorf("no message for %v", demoTimeout)
@@ -285,6 +321,7 @@ func runDemoSub(args []string) (err error) {
 
 // demoChild is a subscriber process seen from the publisher.
 type demoChild struct {
+	host    string // "a" or "b"; "" with one host
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	lines   chan string   // its stdout, closed at EOF
@@ -293,8 +330,7 @@ type demoChild struct {
 	report  *demoReport
 }
 
-func startDemoChild(exe string, args []string) (*demoChild, error) {
-	cmd := exec.Command(exe, args...)
+func startDemoChild(cmd *exec.Cmd) (*demoChild, error) {
 	cmd.Stderr = os.Stderr
 	// Its own process group: a Ctrl-C in the terminal reaches only the
 	// publisher, which then ends the subscribers in order (stdin EOF).
@@ -394,9 +430,29 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		return fmt.Errorf("creating publisher: %w", err)
 	}
 	domain := s.ctx.DomainID()
-	fmt.Fprintf(w, "rgaps demo: 1 publisher (pid %d) and %d subscriber processes on %s, domain %d\n", os.Getpid(), o.subs, topic, domain)
+	var hosts *emuHosts
+	nsubs := o.subs
+	if o.hosts == 2 {
+		nsubs += o.local
+		fmt.Fprintf(w, "rgaps demo: host a: 1 publisher (pid %d) and %d subscriber processes; host b: %d subscriber processes; topic %s, domain %d\n",
+			os.Getpid(), o.local, o.subs, topic, domain)
+		if hosts, err = startHosts(exe, o, domain, s.ctx.Engine().Config().Prefix); err != nil {
+			return fmt.Errorf("starting two emulated hosts: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				for i := range hosts.daemons {
+					fmt.Fprintf(os.Stderr, "--- daemon of host %c (log tail) ---\n%s\n", 'a'+i, hosts.logTail(i))
+				}
+			}
+			err = errors.Join(err, hosts.stop())
+		}()
+		fmt.Fprintf(w, "hosts:     %s\n", hosts.describe())
+	} else {
+		fmt.Fprintf(w, "rgaps demo: 1 publisher (pid %d) and %d subscriber processes on %s, domain %d\n", os.Getpid(), o.subs, topic, domain)
+	}
 
-	children := make([]*demoChild, 0, o.subs)
+	children := make([]*demoChild, 0, nsubs)
 	defer func() {
 		for _, c := range children {
 			c.finish(10 * time.Second)
@@ -405,15 +461,24 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		// now so that closing the publisher removes the topic's segment.
 		s.ctx.Engine().Reclaim()
 	}()
-	args := []string{"demo", demoSubRole, "-domain", strconv.FormatUint(uint64(domain), 10), "-topic", topic, "-size", strconv.FormatInt(o.size, 10)}
+	args := []string{exe, "demo", demoSubRole, "-domain", strconv.FormatUint(uint64(domain), 10), "-topic", topic, "-size", strconv.FormatInt(o.size, 10)}
 	if len(opts) > 0 {
 		args = append(args, "-gpu")
 	}
-	for i := range o.subs {
-		c, err := startDemoChild(exe, args)
+	for i := range nsubs {
+		cmd, host := exec.Command(args[0], args[1:]...), ""
+		if hosts != nil {
+			h := 1
+			if i < o.local {
+				h = 0
+			}
+			cmd, host = hosts.command(h, args...), string(rune('a'+h))
+		}
+		c, err := startDemoChild(cmd)
 		if err != nil {
 			return fmt.Errorf("starting subscriber %d: %w", i+1, err)
 		}
+		c.host = host
 		children = append(children, c)
 	}
 	for i, c := range children {
@@ -421,9 +486,15 @@ func demo(o demoOpts, w io.Writer) (err error) {
 			return fmt.Errorf("subscriber %d (pid %d) did not start: %q %v", i+1, c.cmd.Process.Pid, l, err)
 		}
 	}
-	for deadline := time.Now().Add(demoTimeout); pub.Matched() < o.subs; {
+	// With two hosts the publisher matches the local subscriptions and
+	// the bridge's subscription that stands for host b's.
+	want := o.subs
+	if hosts != nil {
+		want = o.local + 1
+	}
+	for deadline := time.Now().Add(demoTimeout); pub.Matched() < want; {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d subscriptions matched", pub.Matched(), o.subs)
+			return fmt.Errorf("only %d of %d subscriptions matched", pub.Matched(), want)
 		}
 		if !s.sleep(2 * time.Millisecond) {
 			return errors.New("interrupted")
@@ -432,10 +503,18 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	paths := map[string]int{}
 	if eps, err := s.ctx.Endpoints(topic); err == nil {
 		for _, e := range eps {
-			paths[e.Path]++
+			if !e.Bridge {
+				paths[e.Path]++
+			}
 		}
 	}
-	fmt.Fprintf(w, "data path: %s\n", describePaths(paths))
+	if hosts == nil {
+		fmt.Fprintf(w, "data path: %s\n", describePaths(paths))
+	} else {
+		fmt.Fprintf(w, "data path: host a: %s\n", describePaths(paths))
+		fmt.Fprintf(w, "           a → b:  %s (one write per message into host b's ring; host b's daemon places it once for all its readers)\n", hosts.provider)
+		fmt.Fprintf(w, "           host b: %s\n", describePaths(hosts.remotePaths(domain, topic)))
+	}
 	fmt.Fprintln(w, "memory:    "+memory)
 	fmt.Fprintf(w, "pool:      %s per topic; QoS %s\n", humanBytes(pool), pub.QoS())
 	fmt.Fprintf(w, "publishing %d messages of mixed sizes up to %s at %s...\n", o.n, humanBytes(o.size), rateString(o.rate))
@@ -479,8 +558,9 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	}
 	pubTime := time.Since(start)
 
-	// Tell the subscribers, collect their reports.
+	// Tell the subscribers how many to expect, collect their reports.
 	for _, c := range children {
+		fmt.Fprintf(c.stdin, "done %d\n", published)
 		c.stdin.Close()
 	}
 	var problems []string
@@ -511,12 +591,12 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "subscriber\tpid\treceived\tverified\tlost\tp50 latency\tp99 latency\tmax latency\tthroughput\t")
+	fmt.Fprintln(tw, "subscriber\thost\tpid\treceived\tverified\tlost\tp50 latency\tp99 latency\tmax latency\tthroughput\t")
 	verified, delivered := 0, int64(0)
 	for i, c := range children {
 		r := c.report
 		if r == nil {
-			fmt.Fprintf(tw, "%d\t%d\t-\t-\t-\t-\t-\t-\t-\t\n", i+1, c.cmd.Process.Pid)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t\n", i+1, hostName(c.host), c.cmd.Process.Pid)
 			continue
 		}
 		verified += r.Verified
@@ -526,7 +606,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		if r.Received > 0 && span > 0 {
 			thr = fmt.Sprintf("%.1f MiB/s", float64(r.Bytes)/(1<<20)/span.Seconds())
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t%s\t\n", i+1, r.Pid, r.Received, r.Verified, published-r.Received,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t%s\t\n", i+1, hostName(c.host), r.Pid, r.Received, r.Verified, published-r.Received,
 			roundLatency(r.P50), roundLatency(r.P99), roundLatency(r.Max), thr)
 		switch {
 		case r.Problem != "":
@@ -538,8 +618,13 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nzero copy: each message was written once into shared memory and read in place by %d processes (%s delivered, %s written)\n",
-		o.subs, humanBytes(delivered), humanBytes(pubBytes))
+	if hosts == nil {
+		fmt.Fprintf(w, "\nzero copy: each message was written once into shared memory and read in place by %d processes (%s delivered, %s written)\n",
+			o.subs, humanBytes(delivered), humanBytes(pubBytes))
+	} else {
+		fmt.Fprintf(w, "\nzero copy: each message was written once on host a, read in place by %d process(es) there, sent once to host b and placed once there for %d process(es) (%s delivered, %s written)\n",
+			o.local, o.subs, humanBytes(delivered), humanBytes(pubBytes))
+	}
 	if pubErr != nil {
 		problems = append([]string{pubErr.Error()}, problems...)
 	}
@@ -547,11 +632,18 @@ func demo(o demoOpts, w io.Writer) (err error) {
 		problems = append(problems, fmt.Sprintf("published %d of %d messages", published, o.n))
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(w, "FAILED: %d of %d deliveries verified\n", verified, o.n*o.subs)
+		fmt.Fprintf(w, "FAILED: %d of %d deliveries verified\n", verified, o.n*len(children))
 		return fmt.Errorf("demo failed: %s", strings.Join(problems, "; "))
 	}
-	fmt.Fprintf(w, "OK: all %d deliveries (%d messages x %d subscribers) verified byte for byte\n", verified, published, o.subs)
+	fmt.Fprintf(w, "OK: all %d deliveries (%d messages x %d subscribers) verified byte for byte\n", verified, published, len(children))
 	return nil
+}
+
+func hostName(h string) string {
+	if h == "" {
+		return "-"
+	}
+	return h
 }
 
 func describePaths(paths map[string]int) string {

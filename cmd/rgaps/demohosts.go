@@ -1,0 +1,267 @@
+package main
+
+// Two emulated hosts for `rgaps demo`: host a (the publisher's) and host b,
+// each with its own rgapsd and its own shared-memory namespace (a prefix:
+// two real hosts have separate /dev/shm). As root with ip(8), the two
+// daemons run in two network namespaces joined by a veth pair, addresses
+// only inside them; otherwise both listen on loopback.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+type emuHosts struct {
+	netns    bool
+	ns       [2]string
+	iface    [2]string
+	addr     [2]string
+	prefix   [2]string
+	provider string
+	dir      string
+	whyNot   string // why there are no namespaces, when auto fell back
+	daemons  [2]*exec.Cmd
+	logs     [2]string
+	exited   [2]chan struct{}
+}
+
+// command is argv run as a process of host i: host b's processes run in
+// its network namespace (GPU pools are served by the daemon of the
+// process's namespace, so host b's readers and its daemon must share it).
+func (h *emuHosts) command(i int, argv ...string) *exec.Cmd {
+	if h.netns && i == 1 {
+		argv = append([]string{"ip", "netns", "exec", h.ns[1]}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = h.hostEnv(i)
+	return cmd
+}
+
+// hostEnv is the environment of a process on host i.
+func (h *emuHosts) hostEnv(i int) []string {
+	return append(os.Environ(), "RGAPS_SHM_PREFIX="+h.prefix[i])
+}
+
+func (h *emuHosts) describe() string {
+	if h.netns {
+		return fmt.Sprintf("two network namespaces %s (%s) and %s (%s) joined by a veth pair; bridge over %s",
+			h.ns[0], h.addr[0], h.ns[1], h.addr[1], h.provider)
+	}
+	why := h.whyNot
+	if why == "" {
+		why = netnsWhyNot()
+	}
+	return fmt.Sprintf("two daemons on loopback (no network namespaces: %s); bridge over %s", why, h.provider)
+}
+
+func netnsWhyNot() string {
+	if os.Geteuid() != 0 {
+		return "not root"
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return "no ip(8)"
+	}
+	return "-wire loopback"
+}
+
+func ipRun(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// startHosts creates the hosts and starts both daemons; host a's shm
+// prefix is the caller's.
+func startHosts(exe string, o demoOpts, domain uint32, prefix string) (h *emuHosts, err error) {
+	h = &emuHosts{prefix: [2]string{prefix, prefix + "hostb"}, provider: o.provider}
+	if h.provider == "" {
+		h.provider = "tcp"
+		if fabric.Available {
+			h.provider = "fabric:tcp"
+		}
+	}
+	defer func() {
+		if err != nil {
+			h.stop()
+		}
+	}()
+	if h.dir, err = os.MkdirTemp("", "rgaps-demo-"); err != nil {
+		return h, err
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	secretFile := filepath.Join(h.dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+		return h, err
+	}
+	pid := os.Getpid()
+	h.netns = o.wire == "netns" || (o.wire == "auto" && netnsWhyNot() == "-wire loopback")
+	port := [2]int{}
+	if h.netns {
+		x := pid%250 + 1
+		for i, s := range []string{"a", "b"} {
+			h.ns[i] = fmt.Sprintf("rgaps-demo-%d-%s", pid, s)
+			h.iface[i] = fmt.Sprintf("rgd%d%s", pid%1000000, s)
+			h.addr[i] = fmt.Sprintf("10.251.%d.%d", x, i+1)
+			port[i] = 7700 + int(domain)
+		}
+		if err := ipRun("netns", "add", h.ns[0]); err != nil {
+			h.ns[0] = ""
+			if o.wire == "netns" {
+				return h, err
+			}
+			// auto: this root may not create namespaces (a container).
+			h.netns, h.whyNot = false, err.Error()
+		}
+	}
+	if h.netns {
+		if err := ipRun("netns", "add", h.ns[1]); err != nil {
+			h.ns[1] = ""
+			return h, err
+		}
+		for _, args := range [][]string{
+			{"link", "add", h.iface[0], "netns", h.ns[0], "type", "veth", "peer", "name", h.iface[1], "netns", h.ns[1]},
+			{"-n", h.ns[0], "addr", "add", h.addr[0] + "/24", "dev", h.iface[0]},
+			{"-n", h.ns[1], "addr", "add", h.addr[1] + "/24", "dev", h.iface[1]},
+			{"-n", h.ns[0], "link", "set", h.iface[0], "up"},
+			{"-n", h.ns[1], "link", "set", h.iface[1], "up"},
+			{"-n", h.ns[0], "link", "set", "lo", "up"},
+			{"-n", h.ns[1], "link", "set", "lo", "up"},
+		} {
+			if err := ipRun(args...); err != nil {
+				return h, err
+			}
+		}
+	} else {
+		h.addr = [2]string{"127.0.0.1", "127.0.0.1"}
+		for i := range port {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return h, err
+			}
+			port[i] = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+		}
+	}
+	for _, i := range []int{1, 0} {
+		args := []string{"daemon", "-domain", strconv.FormatUint(uint64(domain), 10),
+			"-listen", net.JoinHostPort(h.addr[i], strconv.Itoa(port[i])), "-secret-file", secretFile,
+			"-host-id", "demo-host-" + string(rune('a'+i)), "-provider", h.provider}
+		if i == 0 {
+			args = append(args, "-peers", net.JoinHostPort(h.addr[1], strconv.Itoa(port[1])))
+		}
+		argv := append([]string{exe}, args...)
+		if h.netns {
+			argv = append([]string{"ip", "netns", "exec", h.ns[i]}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(h.hostEnv(i), "RGAPS_DAEMON_IDLE=0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		h.logs[i] = filepath.Join(h.dir, fmt.Sprintf("daemon-%c.log", 'a'+i))
+		f, err := os.Create(h.logs[i])
+		if err != nil {
+			return h, err
+		}
+		cmd.Stderr, cmd.Stdout = f, f
+		err = cmd.Start()
+		f.Close()
+		if err != nil {
+			return h, fmt.Errorf("starting the daemon of host %c: %w", 'a'+i, err)
+		}
+		h.daemons[i] = cmd
+		h.exited[i] = make(chan struct{})
+		go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(cmd, h.exited[i])
+		if err := h.waitLog(i, "bridge started", demoTimeout); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// waitLog waits until daemon i logged want.
+func (h *emuHosts) waitLog(i int, want string, timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; {
+		b, _ := os.ReadFile(h.logs[i])
+		if strings.Contains(string(b), want) {
+			return nil
+		}
+		select {
+		case <-h.exited[i]:
+			return fmt.Errorf("the daemon of host %c exited:\n%s", 'a'+i, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon of host %c did not log %q within %v:\n%s", 'a'+i, want, timeout, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// remotePaths reads the data paths of host b's endpoints of topic from
+// host b's shared memory (bridge endpoints excluded).
+func (h *emuHosts) remotePaths(domain uint32, topic string) map[string]int {
+	d, err := zerocopy.Open(zerocopy.Config{Prefix: h.prefix[1], Domain: domain, SkipStaleClean: true, NoDaemonAutostart: true})
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	eps, _ := d.Endpoints(topic)
+	paths := map[string]int{}
+	for _, e := range eps {
+		if !e.Bridge {
+			paths[e.Path]++
+		}
+	}
+	return paths
+}
+
+// logTail is the end of daemon i's log, for error reports.
+func (h *emuHosts) logTail(i int) string {
+	b, _ := os.ReadFile(h.logs[i])
+	return string(b[max(0, len(b)-3000):])
+}
+
+// stop ends the daemons (SIGTERM, then SIGKILL) and removes the
+// namespaces and the secret.
+func (h *emuHosts) stop() error {
+	var errs []error
+	for i, c := range h.daemons {
+		if c == nil {
+			continue
+		}
+		c.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-h.exited[i]:
+		case <-time.After(10 * time.Second):
+			c.Process.Kill()
+			<-h.exited[i]
+			errs = append(errs, fmt.Errorf("the daemon of host %c did not stop on SIGTERM", 'a'+i))
+		}
+	}
+	for _, ns := range h.ns {
+		if ns != "" {
+			if err := ipRun("netns", "del", ns); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if h.dir != "" {
+		os.RemoveAll(h.dir)
+	}
+	return errors.Join(errs...)
+}
