@@ -240,6 +240,7 @@ func TestRmw(t *testing.T) {
 	})
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
 	t.Run("SameBytesAsGoPrograms", func(t *testing.T) { rmwStringInterop(t, k) })
+	t.Run("RaceDetector", func(t *testing.T) { rmwRace(t, k) })
 	t.Run("LivelinessOfKilledPublisher", func(t *testing.T) {
 		env := rmwEnv(k, 66)
 		pub, _ := rmwStart(t, env, k.progs["rmw_proc"], "live_pub")
@@ -261,6 +262,32 @@ func rmwCDRString(s string) []byte {
 	b := []byte{0, 1, 0, 0, 0, 0, 0, 0}
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(s)+1))
 	return append(append(b, s...), 0)
+}
+
+// rmwRace runs the one-process harness again, linked with a race-enabled
+// c-archive of the library: the Go half's concurrency (wait sets, callback
+// goroutines, event counters) under the race detector.
+func rmwRace(t *testing.T, k *rmwKit) {
+	if !capiRaceEnabled() {
+		t.Skip("the race detector is off (go test -race turns this on)")
+	}
+	if k.root == "" {
+		t.Skip("prebuilt library (RGAPS_RMW_BUILT): nothing to rebuild with -race")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	archive := filepath.Join(t.TempDir(), "librmw_rgaps.a")
+	cmd := exec.Command(goTool, "build", "-race", "-buildmode=c-archive", "-o", archive, "./rmw")
+	cmd.Dir = k.root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -race -buildmode=c-archive ./rmw: %v\n%s", err, b)
+	}
+	bin := filepath.Join(filepath.Dir(archive), "rmw_pubsub_race")
+	rmwCC(t, k, "-no-pie", "-o", bin, filepath.Join(k.root, "rmw", "test", "rmw_pubsub.c"), archive, "-lpthread", "-ldl", "-lm", "-lstdc++")
+	p, _ := rmwStart(t, append(rmwEnv(k, 68), "GORACE=halt_on_error=0 atexit_sleep_ms=0"), bin)
+	rmwPassed(t, p) // a "DATA RACE" report fails it
 }
 
 // rmwStringInterop: a Go program (the native API, as the rgaps CLI uses
@@ -368,6 +395,9 @@ func rmwExports(t *testing.T, k *rmwKit) {
 // (their static assertions are the ABI contract), from C and C++, and
 // checks that a wrong size fails the build.
 func rmwABI(t *testing.T, k *rmwKit) {
+	if k.cc == "" {
+		t.Skip("prebuilt library (RGAPS_RMW_BUILT): no compiler here")
+	}
 	src := filepath.Join(k.dir, "abi.c")
 	capiWrite(t, src, "#include \"rgaps_rmw_abi.h\"\n#include \"rmw_impl.h\"\nint main(void) { return 0; }\n")
 	rmwCC(t, k, "-o", filepath.Join(k.dir, "abi"), src)
@@ -392,6 +422,9 @@ func rmwABI(t *testing.T, k *rmwKit) {
 // rmwLoansDisabled: ROS_DISABLE_LOANED_MESSAGES=1 turns loans off, as in
 // the other rmw implementations.
 func rmwLoansDisabled(t *testing.T, k *rmwKit) {
+	if k.cc == "" {
+		t.Skip("prebuilt library (RGAPS_RMW_BUILT): no compiler here")
+	}
 	src := filepath.Join(k.dir, "noloan.c")
 	capiWrite(t, src, `#include "rmw_harness.h"
 int main(void)
