@@ -8,12 +8,14 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -144,11 +146,11 @@ func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publish
 // spec describes an endpoint of the node on topic (expanded with ROS's
 // rules) and picks its domain: small pools for ROS's own topics.
 func (nd *node) spec(topic, typ string, q qos.Profile) (zerocopy.EndpointSpec, *zerocopy.Domain, error) {
-	full, err := nd.n.ResolveTopic(topic)
+	full, err := names.ExpandTopicName(topic, nd.info.Name, nd.info.Namespace)
 	if err != nil {
-		return zerocopy.EndpointSpec{}, nil, err
+		return zerocopy.EndpointSpec{}, nil, fmt.Errorf("%w: %v", zerocopy.ErrInvalid, err)
 	}
-	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: nd.n.FullName(), QoS: q}
+	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: nd.info.FullName(), QoS: q}
 	if smallTopic(full, typ) {
 		d, err := nd.ctx.smallDomain()
 		return spec, d, err

@@ -141,10 +141,11 @@ func recoverTo(rc *C.int) {
 type context struct {
 	c *rgaps.Context
 
-	mu    sync.Mutex
-	gids  map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
-	nodes map[*node]bool        // live nodes
-	small *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
+	mu      sync.Mutex
+	gids    map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
+	nodes   map[*node]bool        // live nodes
+	enclave string                // of the context's init options
+	small   *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
 }
 
 // smallPoolSize is the pool of the topics ROS creates for itself in every
@@ -202,7 +203,7 @@ func (c *context) local(g zerocopy.GID) bool {
 }
 
 //export rgapsgo_init
-func rgapsgo_init(domain C.size_t, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_init(domain C.size_t, enclave *C.char, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	var d uint32
 	if uint64(domain) != ^uint64(0) { // RMW_DEFAULT_DOMAIN_ID: rcl read no ROS_DOMAIN_ID
@@ -215,7 +216,11 @@ func rgapsgo_init(domain C.size_t, out *C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return report("joining the domain", err)
 	}
-	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}, nodes: map[*node]bool{}})
+	encl := C.GoString(enclave)
+	if encl == "" {
+		encl = "/"
+	}
+	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}, nodes: map[*node]bool{}, enclave: encl})
 	return retOK
 }
 
@@ -251,7 +256,8 @@ func rgapsgo_context_close(h C.uintptr_t) (rc C.int) {
 
 type node struct {
 	ctx   *context
-	n     *rgaps.Node
+	h     *zerocopy.NodeHandle // the node in the domain's graph
+	info  zerocopy.NodeInfo
 	graph *zerocopy.GraphCondition
 
 	mu  sync.Mutex
@@ -285,7 +291,7 @@ func (nd *node) close() error {
 	nd.ctx.mu.Lock()
 	delete(nd.ctx.nodes, nd)
 	nd.ctx.mu.Unlock()
-	if err := nd.n.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
+	if err := nd.h.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -298,11 +304,15 @@ func rgapsgo_node_create(ctxh C.uintptr_t, name, ns *C.char, out, graph *C.uintp
 	if c == nil {
 		return fail(retError, "context is shut down")
 	}
-	n, err := c.c.NewNode(C.GoString(name), C.GoString(ns))
+	nsp := C.GoString(ns)
+	if nsp == "" {
+		nsp = "/"
+	}
+	h, err := c.c.Engine().RegisterNode(C.GoString(name), nsp, c.enclave)
 	if err != nil {
 		return report("creating the node", err)
 	}
-	nd := &node{ctx: c, n: n, graph: c.c.Engine().NewGraphCondition(), eps: map[closer]bool{}}
+	nd := &node{ctx: c, h: h, info: h.Info(), graph: c.c.Engine().NewGraphCondition(), eps: map[closer]bool{}}
 	c.mu.Lock()
 	c.nodes[nd] = true
 	c.mu.Unlock()

@@ -351,7 +351,7 @@ rmw_ret_t rmw_init(const rmw_init_options_t *options, rmw_context_t *context)
 		rgaps_free(a, impl);
 		return rc;
 	}
-	rc = rgapsgo_init(options->domain_id, &impl->go);
+	rc = rgapsgo_init(options->domain_id, c.options.enclave, &impl->go);
 	if (rc != RMW_RET_OK) {
 		if (rmw_init_options_fini(&c.options) != RMW_RET_OK) {
 			/* cannot fail: the copy above is ours */

@@ -55,7 +55,7 @@ func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, res
 		return fail(retError, "node destroyed")
 	}
 	name := C.GoString(service)
-	full, err := names.ExpandTopicName(name, nd.n.Name(), nd.n.Namespace())
+	full, err := names.ExpandTopicName(name, nd.info.Name, nd.info.Namespace)
 	if err == nil {
 		err = names.ValidateFullTopicName(full)
 	}

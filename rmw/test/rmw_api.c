@@ -124,8 +124,8 @@ static void test_init_shutdown(void)
 	CHECK_RC(rmw_init_options_init(&o, a), RMW_RET_OK);
 	CHECK_ERR(rmw_init(&o, NULL), RMW_RET_INVALID_ARGUMENT);
 	CHECK_ERR(rmw_init(&o, &c), RMW_RET_INVALID_ARGUMENT); /* no enclave */
-	o.enclave = a.allocate(2, NULL);
-	strcpy(o.enclave, "/");
+	o.enclave = a.allocate(16, NULL);
+	strcpy(o.enclave, "/my_enclave");
 	rmw_init_options_t foreign = o;
 	foreign.implementation_identifier = h_foreign_id;
 	CHECK_ERR(rmw_init(&foreign, &c), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
@@ -138,6 +138,17 @@ static void test_init_shutdown(void)
 	CHECK(c.implementation_identifier == rmw_get_implementation_identifier());
 	CHECK(c.actual_domain_id == (dom ? (size_t)strtoul(dom, NULL, 10) : 0));
 	CHECK(c.options.enclave != NULL && c.options.enclave != o.enclave);
+	/* the context's enclave is its nodes' */
+	rmw_node_t *en = rmw_create_node(&c, "enclaved", "/");
+	MUST(en != NULL);
+	rcutils_string_array_t nn = {0, NULL, {0}}, nns = {0, NULL, {0}}, enc = {0, NULL, {0}};
+	CHECK_RC(rmw_get_node_names_with_enclaves(en, &nn, &nns, &enc), RMW_RET_OK);
+	int ei = h_index_of(&nn, "enclaved");
+	CHECK(ei >= 0 && strcmp(enc.data[ei], "/my_enclave") == 0);
+	h_string_array_fini(&nn);
+	h_string_array_fini(&nns);
+	h_string_array_fini(&enc);
+	CHECK_RC(rmw_destroy_node(en), RMW_RET_OK);
 	CHECK_ERR(rmw_init(&o, &c), RMW_RET_INVALID_ARGUMENT); /* context not zero */
 	CHECK_ERR(rmw_context_fini(&c), RMW_RET_INVALID_ARGUMENT); /* not shut down */
 	rmw_context_t fc = c;
