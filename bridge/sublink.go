@@ -276,6 +276,13 @@ func (l *subLink) offer() error {
 		l.cfg, l.mem, l.wb = cfg, mem, wb
 		if unpin, err := b.dom.PinHost(mem.Bytes()); err == nil {
 			l.unpin = unpin // GPU present: copies out of the ring run at pinned speed
+		} else {
+			// Fault the pages in once now rather than on the first pass
+			// of the writer (this is set-up, not the protocol's zeroing).
+			rb := mem.Bytes()
+			for i := 0; i < len(rb); i += 4096 {
+				rb[i] = 0
+			}
 		}
 	}
 	addr := netJoin(b.opts.DataHost)

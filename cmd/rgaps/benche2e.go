@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/benche2e"
+	_ "github.com/rmw-rgaps/rmw_rgaps/internal/benche2e/ours" // the rgaps system of bench e2e
 )
 
 func init() {
