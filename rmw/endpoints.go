@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -129,6 +131,13 @@ func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publish
 	if err != nil {
 		return nil, err
 	}
+	if spec.Topic == "/rosout" && spec.QoS.Durability == qos.DurabilityTransientLocal && spec.QoS.Depth > rosoutDepth() {
+		// Every node keeps its /rosout history in the topic's shared
+		// sample table (4096 samples): rcl's 1000 per node would exhaust
+		// it with a few nodes and block every log call. The actual QoS
+		// reports the depth in force.
+		spec.QoS.Depth = rosoutDepth()
+	}
 	pub, err := d.NewPublisher(spec)
 	if err != nil {
 		return nil, err
@@ -141,6 +150,15 @@ func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publish
 	pp.st = newStatus(pub)
 	nd.track(pp)
 	return pp, nil
+}
+
+// rosoutDepth is the transient-local history a node keeps on /rosout
+// (RGAPS_RMW_ROSOUT_DEPTH, default 100).
+func rosoutDepth() uint32 {
+	if v, err := strconv.ParseUint(os.Getenv("RGAPS_RMW_ROSOUT_DEPTH"), 10, 32); err == nil && v > 0 {
+		return uint32(v)
+	}
+	return 100
 }
 
 // spec describes an endpoint of the node on topic (expanded with ROS's

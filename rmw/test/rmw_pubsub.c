@@ -389,6 +389,18 @@ static void test_graph(void)
 	      eia.info_array[0].qos_profile.reliability == RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT);
 	h_endpoint_info_fini(&eia, &a);
 
+	/* /rosout as rcl creates it: the history kept per node is capped */
+	rmw_qos_profile_t rq = h_qos_default;
+	rq.depth = 1000;
+	rq.durability = RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+	rq.lifespan = (rmw_time_t){10, 0};
+	rmw_publisher_t *ro = rmw_create_publisher(other, &String_ts, "/rosout", &rq, &po);
+	MUST(ro != NULL);
+	rmw_qos_profile_t aq;
+	CHECK_RC(rmw_publisher_get_actual_qos(ro, &aq), RMW_RET_OK);
+	CHECK(aq.depth == 100 && aq.durability == RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL && aq.lifespan.sec == 10);
+	CHECK_RC(rmw_destroy_publisher(other, ro), RMW_RET_OK);
+
 	CHECK_RC(rmw_destroy_client(node, cl), RMW_RET_OK);
 	CHECK_RC(rmw_destroy_service(other, sv), RMW_RET_OK);
 	CHECK_RC(rmw_destroy_subscription(node, s), RMW_RET_OK);
