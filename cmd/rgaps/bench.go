@@ -34,7 +34,9 @@ func benchUsage() {
   gpu      the thesis' data paths 1 and 3 on a GPU: D2H into the pinned pool vs
            pageable + Unix socket, and delivery to N GPU subscriber processes
            through the shared GPU pool vs each subscriber's own pageable copy
-  bridge, e2e: not available in this build
+  bridge   throughput and latency through two bridges over loopback (libfabric
+           tcp by default) against a bare fi_writedata loop and plain TCP
+  e2e: not available in this build
 
 run "rgaps bench local -h" or "rgaps bench gpu -h" for the flags`)
 }
@@ -52,7 +54,7 @@ func runBench(args []string) error {
 	case "e2e":
 		return runBenchE2E(args[1:])
 	case "bridge":
-		return fmt.Errorf("bench %s: not available in this build", args[0])
+		return runBenchBridge(args[1:])
 	case "-h", "-help", "--help", "help":
 		benchUsage()
 		return flag.ErrHelp
