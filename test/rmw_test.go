@@ -3,7 +3,8 @@ package test
 // The ROS 2 rmw library (rmw/, librmw_rgaps.so) used from C the way rcl
 // uses it: the library is built with `go build -buildmode=c-shared`, the
 // harness programs of rmw/test (rmw_api.c, rmw_pubsub.c, rmw_proc.c,
-// rmw_bench.c) are compiled with gcc against the project's own ABI
+// rmw_bench.c; rmw_cpp.cpp with C++ messages, as rclcpp hands them over)
+// are compiled with gcc and g++ against the project's own ABI
 // declarations (rmw/include) and run as separate processes with
 // LD_LIBRARY_PATH pointing at the library. They follow the checklist of
 // test_rmw_implementation (RMW_NOTES.md): bad arguments and foreign
@@ -87,7 +88,7 @@ type rmwKit struct {
 func rmwBuild(t testing.TB) *rmwKit {
 	if dir := os.Getenv("RGAPS_RMW_BUILT"); dir != "" {
 		k := &rmwKit{dir: dir, lib: filepath.Join(dir, "librmw_rgaps.so"), progs: map[string]string{}}
-		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench"} {
+		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_cpp"} {
 			k.progs[p] = filepath.Join(dir, p)
 		}
 		return k
@@ -127,6 +128,14 @@ func rmwBuild(t testing.TB) *rmwKit {
 		rmwCC(t, k, "-rdynamic", "-o", out, filepath.Join(root, "rmw", "test", p+".c"), "-L"+k.dir, "-lrmw_rgaps", "-lpthread")
 		k.progs[p] = out
 	}
+	cxx, _ := exec.LookPath("g++")
+	out := filepath.Join(k.dir, "rmw_cpp")
+	if b, err := exec.Command(cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
+		"-I"+filepath.Join(root, "rmw", "include"), "-I"+filepath.Join(root, "rmw"),
+		"-o", out, filepath.Join(root, "rmw", "test", "rmw_cpp.cpp"), "-L"+k.dir, "-lrmw_rgaps").CombinedOutput(); err != nil {
+		t.Fatalf("g++ rmw_cpp.cpp: %v\n%s", err, b)
+	}
+	k.progs["rmw_cpp"] = out
 	return k
 }
 
@@ -221,6 +230,10 @@ func TestRmw(t *testing.T) {
 	})
 	t.Run("OneProcess", func(t *testing.T) {
 		p, _ := rmwStart(t, rmwEnv(k, 61), k.progs["rmw_pubsub"])
+		rmwPassed(t, p)
+	})
+	t.Run("CppMessages", func(t *testing.T) {
+		p, _ := rmwStart(t, rmwEnv(k, 69), k.progs["rmw_cpp"])
 		rmwPassed(t, p)
 	})
 	t.Run("LoansDisabledByEnvironment", func(t *testing.T) { rmwLoansDisabled(t, k) })
