@@ -67,6 +67,11 @@ type Options struct {
 	Mode ring.Mode
 	// Watermark is the reader's head write-back watermark.
 	Watermark ring.Watermark
+	// BusyPoll is how long an idle link keeps polling its transport (and
+	// a writer its subscriptions) before it starts to sleep: lower latency
+	// for a core's worth of CPU per ring side. 0: a few yields, then
+	// sleeps growing to 200 µs.
+	BusyPoll time.Duration
 	// PeerExpiry is how long a disconnected peer's subscriptions are kept
 	// (messages for it keep queueing, so a peer that comes back loses
 	// nothing); 60 s when zero.

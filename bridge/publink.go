@@ -232,7 +232,7 @@ func (l *pubLink) run() {
 		}
 		l.spins = 0
 		items, ready = l.waitItems(items[:0], ready)
-		zerocopy.Wait(items, ready, timeout, 0)
+		zerocopy.Wait(items, ready, timeout, l.b.opts.BusyPoll)
 	}
 }
 

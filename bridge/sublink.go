@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"runtime"
 	"sync"
 	"time"
@@ -63,6 +64,11 @@ type subLink struct {
 	wbPending   bool
 	wbPosted    uint64 // transport writes posted when the last write-back went out
 	spins       int    // polls in a row that found nothing
+	idleSince   time.Time
+	placing     []placing
+	dev         *cuda.Device
+	stream      *cuda.Stream  // asynchronous copies into device loans
+	events      []*cuda.Event // free events
 
 	stats LinkStats
 }
@@ -378,6 +384,11 @@ func (l *subLink) start(a *ringAccept) error {
 // fail tears the data link down and, when control still works, offers
 // the ring again with the current Head.
 func (l *subLink) fail(err error, tell bool) {
+	// Records whose copies are running are finished (consumed) first: the
+	// Assembler has taken them, so they must not come again.
+	if ferr := l.finish(true); ferr != nil {
+		l.b.log.Error("finishing placements after a link failure", "peer", l.host, "ring", l.id, "err", ferr)
+	}
 	if l.ln != nil {
 		l.ln.Close()
 		l.ln = nil
@@ -430,7 +441,7 @@ func (l *subLink) pump() error {
 		}
 		n = len(l.recs) - before
 	}
-	if n == 0 && len(l.recs) == 0 {
+	if n == 0 && len(l.recs) == 0 && len(l.placing) == 0 {
 		l.idle()
 	} else {
 		l.spins = 0
@@ -446,6 +457,9 @@ func (l *subLink) pump() error {
 		}
 		done++
 	}
+	if err := l.finish(false); err != nil {
+		return err
+	}
 	if done > 0 {
 		l.recs = append(l.recs[:0], l.recs[done:]...)
 		l.stallSince = time.Time{}
@@ -460,7 +474,7 @@ func (l *subLink) pump() error {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if n == 0 && len(l.recs) == 0 && l.r.Flush() {
+	if n == 0 && len(l.recs) == 0 && len(l.placing) == 0 && l.r.Flush() {
 		l.wbPending = true // idle: let the writer release what we consumed
 	}
 	return l.writeBack()
@@ -474,8 +488,11 @@ func (l *subLink) pump() error {
 // link changes).
 func (l *subLink) idle() {
 	l.spins++
+	if l.spins == 1 {
+		l.idleSince = time.Now()
+	}
 	switch {
-	case l.spins < 64:
+	case l.spins < 64 || (l.b.opts.BusyPoll > 0 && time.Since(l.idleSince) < l.b.opts.BusyPoll):
 		runtime.Gosched()
 	default:
 		d := min(time.Duration(l.spins-63)*10*time.Microsecond, idleMax)
@@ -512,13 +529,30 @@ func (l *subLink) writeBack() error {
 	return nil
 }
 
-// deliver places one record. It returns false (nothing consumed) when the
-// record's topic is not known yet: the topic map travels on the control
-// connection and may come after the data.
+// placing is a record being placed into the local pool: consumed (Head
+// passes it) only once its copy is done, in ring order.
+type placing struct {
+	rec  ring.Record
+	dup  bool
+	t    *inTopic
+	ev   *cuda.Event // the asynchronous host-to-device copy; nil: done
+	last bool        // completes its message
+	size uint64      // the message's size, when last
+	loan *zerocopy.Loan
+	drop bool // the message is dropped (no loan)
+}
+
+// deliver starts placing one record: a host loan gets a plain copy, a
+// device loan an asynchronous host-to-device copy on the link's stream,
+// so the transport keeps moving the next records meanwhile (finish
+// consumes them when their copies completed). It returns false (nothing
+// started) when the record's topic is not known yet: the topic map travels
+// on the control connection and may come after the data.
 func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 	if rec.Dup {
 		l.stats.Dups.Add(1)
-		return true, l.consume(rec)
+		l.placing = append(l.placing, placing{rec: *rec, dup: true})
+		return true, nil
 	}
 	t := l.topics[rec.Topic]
 	if t == nil {
@@ -550,36 +584,114 @@ func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 			t.loan = ln
 		}
 	}
+	p := placing{rec: *rec, t: t, last: done, size: off + rec.PayloadLen, drop: t.dropping}
 	if !t.dropping {
-		if err := t.loan.CopyIn(int(off), l.r.Payload(rec)); err != nil {
+		src := l.r.Payload(rec)
+		if t.loan.OnDevice() {
+			if err := l.copyAsync(t.loan, off, src, &p); err != nil {
+				return false, fmt.Errorf("topic %s: placing a message on the GPU: %w", t.name, err)
+			}
+		} else if err := t.loan.CopyIn(int(off), src); err != nil {
 			return false, fmt.Errorf("topic %s: placing a message: %w", t.name, err)
 		}
 	}
-	if !done {
-		return true, l.consume(rec)
+	if done {
+		p.loan, t.loan, t.dropping = t.loan, nil, false
 	}
-	// The last record is consumed (and so, eventually, acknowledged) only
-	// after the message is published: a daemon killed in between makes
-	// the writer send it again rather than lose it.
-	if t.dropping {
+	l.placing = append(l.placing, p)
+	return true, nil
+}
+
+// copyAsync queues the copy of src to the device loan at off on the
+// link's stream and records an event after it.
+func (l *subLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placing) error {
+	if l.stream == nil {
+		dev, err := l.b.dom.GPU()
+		if err != nil {
+			return err
+		}
+		if l.stream, err = dev.NewStream(); err != nil {
+			return err
+		}
+		l.dev = dev
+	}
+	ptr, err := ln.DevicePtr()
+	if err != nil {
+		return err
+	}
+	if err := l.dev.MemcpyHtoDAsync(ptr+zerocopy.DevicePtr(off), src, l.stream); err != nil {
+		return err
+	}
+	var ev *cuda.Event
+	if n := len(l.events); n > 0 {
+		ev, l.events = l.events[n-1], l.events[:n-1]
+	} else if ev, err = l.dev.NewEvent(); err != nil {
+		return err
+	}
+	if err := ev.Record(l.stream); err != nil {
+		l.events = append(l.events, ev)
+		return err
+	}
+	p.ev = ev
+	return nil
+}
+
+// finish consumes, in ring order, the records whose copies completed, and
+// publishes the messages they complete. The last record of a message is
+// consumed only after the message is published: a daemon killed in
+// between makes the writer send it again rather than lose it. wait: wait
+// for copies still running (link failure, shutdown).
+func (l *subLink) finish(wait bool) error {
+	k := 0
+	for ; k < len(l.placing); k++ {
+		p := &l.placing[k]
+		if p.ev != nil {
+			done, err := p.ev.Done()
+			if err == nil && !done && wait {
+				err = p.ev.Synchronize()
+				done = err == nil
+			}
+			if err != nil {
+				return err
+			}
+			if !done {
+				break
+			}
+			l.events = append(l.events, p.ev)
+			p.ev = nil
+		}
+		if p.last {
+			l.publish(p)
+		}
+		if err := l.consume(&p.rec); err != nil {
+			return err
+		}
+	}
+	l.placing = append(l.placing[:0], l.placing[k:]...)
+	return nil
+}
+
+// publish publishes a placed message (or counts it dropped).
+func (l *subLink) publish(p *placing) {
+	if p.drop || p.loan == nil {
 		l.stats.Dropped.Add(1)
-		t.dropping = false
-	} else {
-		ln := t.loan
-		t.loan = nil
-		if err := ln.Shrink(int(off + rec.PayloadLen)); err != nil {
-			ln.Discard()
-			return false, err
-		}
-		if err := ln.PublishAs(zerocopy.Origin{Timestamp: time.Unix(0, rec.Timestamp), GID: zerocopy.GID(rec.GID)}); err != nil {
-			l.stats.Dropped.Add(1)
-			l.b.log.Warn("publishing a message from another host", "topic", t.name, "err", err)
-		} else {
-			l.stats.Messages.Add(1)
-			l.stats.Bytes.Add(off + rec.PayloadLen)
-		}
+		return
 	}
-	return true, l.consume(rec)
+	ln := p.loan
+	p.loan = nil
+	if err := ln.Shrink(int(p.size)); err != nil {
+		ln.Discard()
+		l.stats.Dropped.Add(1)
+		l.b.log.Warn("placing a message from another host", "topic", p.t.name, "err", err)
+		return
+	}
+	if err := ln.PublishAs(zerocopy.Origin{Timestamp: time.Unix(0, p.rec.Timestamp), GID: zerocopy.GID(p.rec.GID)}); err != nil {
+		l.stats.Dropped.Add(1)
+		l.b.log.Warn("publishing a message from another host", "topic", p.t.name, "err", err)
+		return
+	}
+	l.stats.Messages.Add(1)
+	l.stats.Bytes.Add(p.size)
 }
 
 func (l *subLink) consume(rec *ring.Record) error {
@@ -590,7 +702,9 @@ func (l *subLink) consume(rec *ring.Record) error {
 	l.stats.Records.Add(1)
 	if wb {
 		l.wbPending = true
-		return l.writeBack()
+		if l.ep != nil {
+			return l.writeBack()
+		}
 	}
 	return nil
 }
@@ -640,6 +754,22 @@ func (l *subLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
 }
 
 func (l *subLink) shutdown() {
+	for i := range l.placing {
+		p := &l.placing[i]
+		if p.ev != nil {
+			p.ev.Synchronize()
+			p.ev.Destroy()
+		}
+		if p.loan != nil {
+			p.loan.Discard()
+		}
+	}
+	for _, ev := range l.events {
+		ev.Destroy()
+	}
+	if l.stream != nil {
+		l.stream.Destroy()
+	}
 	if l.ln != nil {
 		l.ln.Close()
 	}

@@ -245,6 +245,22 @@ func newWorld(t *testing.T, provider string, netns bool, flags ...string) *world
 		t.Fatal(err)
 	}
 	w.secret = secret
+	// Registered first, so it runs last: once every process of the world
+	// was killed, what they left in /dev/shm is removed (as the next
+	// process to open the domain would).
+	t.Cleanup(func() {
+		for _, p := range w.prefix {
+			d, err := zerocopy.Open(zerocopy.Config{Prefix: p, NoDaemonAutostart: true})
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if _, err := d.CleanStale(); err != nil {
+				t.Error(err)
+			}
+			d.Close()
+		}
+	})
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, d := range w.daemons {

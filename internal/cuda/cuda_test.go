@@ -476,6 +476,16 @@ func TestStreamEventTiming(t *testing.T) {
 	must(t, d.FillPattern(p+n/2, n/2, 11, s)) // overwrite the second half
 	must(t, d.MemcpyDtoHAsync(out, p, s))
 	must(t, end.Record(s))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		done, err := end.Done() // polled, as the bridge does
+		must(t, err)
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("event never done")
+		}
+	}
 	must(t, end.Synchronize())
 	el, err := Elapsed(start, end)
 	must(t, err)

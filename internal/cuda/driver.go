@@ -120,6 +120,7 @@ static long rg_layout(int what) {
 	X(cuEventCreate, "cuEventCreate") \
 	X(cuEventRecord, "cuEventRecord") \
 	X(cuEventSynchronize, "cuEventSynchronize") \
+	X(cuEventQuery, "cuEventQuery") \
 	X(cuEventElapsedTime, "cuEventElapsedTime") \
 	X(cuEventDestroy, "cuEventDestroy_v2") \
 	X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity") \
@@ -339,6 +340,7 @@ static CUresult rg_cuEventCreate(uintptr_t ctx, uintptr_t *e, unsigned flags) {
 
 static CUresult rg_cuEventRecord(uintptr_t ctx, uintptr_t e, uintptr_t s) { BIND(ctx); return FN(cuEventRecord, (CUevent, CUstream))((CUevent)e, (CUstream)s); }
 static CUresult rg_cuEventSynchronize(uintptr_t ctx, uintptr_t e) { BIND(ctx); return FN(cuEventSynchronize, (CUevent))((CUevent)e); }
+static CUresult rg_cuEventQuery(uintptr_t ctx, uintptr_t e) { BIND(ctx); return FN(cuEventQuery, (CUevent))((CUevent)e); }
 static CUresult rg_cuEventDestroy(uintptr_t ctx, uintptr_t e) { BIND(ctx); return FN(cuEventDestroy, (CUevent))((CUevent)e); }
 
 static CUresult rg_cuEventElapsedTime(uintptr_t ctx, float *ms, uintptr_t a, uintptr_t b) {
@@ -767,6 +769,10 @@ func cuEventRecord(ctx, e, s uintptr) error {
 
 func cuEventSynchronize(ctx, e uintptr) error {
 	return check(C.RG_cuEventSynchronize, C.rg_cuEventSynchronize(C.uintptr_t(ctx), C.uintptr_t(e)))
+}
+
+func cuEventQuery(ctx, e uintptr) error {
+	return check(C.RG_cuEventQuery, C.rg_cuEventQuery(C.uintptr_t(ctx), C.uintptr_t(e)))
 }
 
 func cuEventDestroy(ctx, e uintptr) error {

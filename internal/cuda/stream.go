@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -101,6 +102,16 @@ func (e *Event) Record(s *Stream) error {
 // Synchronize waits until the event has completed.
 func (e *Event) Synchronize() error {
 	return e.dev.call(func(ctx uintptr) error { return cuEventSynchronize(ctx, e.handle()) })
+}
+
+// Done reports whether the event has completed, without waiting.
+func (e *Event) Done() (bool, error) {
+	err := e.dev.call(func(ctx uintptr) error { return cuEventQuery(ctx, e.handle()) })
+	var ce *Error
+	if errors.As(err, &ce) && ce.Code == CodeNotReady {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Elapsed is the GPU time between two completed events (resolution about

@@ -89,8 +89,12 @@ func runtimeFD(target string) bool {
 func segments() []string {
 	ents, _ := os.ReadDir("/dev/shm")
 	var out []string
+	p := Prefix()
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), Prefix()+"_") {
+		// The run's prefix, or one derived from it (a test's emulated
+		// hosts: rgt<pid>a1_…), but not another pid's (rgt<pid>7_…).
+		rest, ok := strings.CutPrefix(e.Name(), p)
+		if ok && rest != "" && (rest[0] < '0' || rest[0] > '9') {
 			out = append(out, e.Name())
 		}
 	}
