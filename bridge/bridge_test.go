@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -481,5 +482,40 @@ func TestPerTopicRingsAndShm(t *testing.T) {
 				t.Errorf("%d per-topic writer rings, want %d", rings, topics)
 			}
 		})
+	}
+}
+
+// Each daemon learns the other host's graph: nodes and endpoints (not the
+// bridge's own), with the bridge's provider as their path; QueryStatus
+// (what `rgaps topic info` and the rmw library read) returns it.
+func TestRemoteGraph(t *testing.T) {
+	a, b := pair(t, "tcp", nil)
+	nh, err := a.Domain().RegisterNode("camera", "/robot", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/robot/image", Type: "sensor_msgs/msg/Image", Node: "/robot/camera", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	var st Status
+	testutil.Eventually(t, 10*time.Second, "host b sees host a's node and publisher", func() bool {
+		st, err = QueryStatus(b.Domain().Config())
+		if err != nil || len(st.Peers) != 1 {
+			return false
+		}
+		p := st.Peers[0]
+		node := slices.ContainsFunc(p.Nodes, func(n RemoteNode) bool { return n.Name == "camera" && n.Namespace == "/robot" })
+		ep := slices.ContainsFunc(p.Endpoints, func(e RemoteEndpoint) bool {
+			return e.Topic == "/robot/image" && e.Kind == "publisher" && e.GID == pub.GID().String() && e.Path == "tcp" && e.LocalPath == "host-shm"
+		})
+		return p.Host == "host-a" && p.Up && node && ep
+	})
+	for _, e := range st.Peers[0].Endpoints {
+		if e.Node == BridgeNode {
+			t.Errorf("the bridge's own endpoint is reported: %+v", e)
+		}
 	}
 }

@@ -83,7 +83,7 @@ func rgapsgo_node_names(h C.uintptr_t, a *C.rcutils_allocator_t, nm, ns, enclave
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	infos := nd.ctx.c.Nodes()
+	infos := graphNodes(nd.ctx.c)
 	var n, s, e []string
 	for _, in := range infos {
 		n = append(n, in.Name)
@@ -119,7 +119,7 @@ const (
 
 // namesAndTypes answers query q: a sorted map of names to their types.
 func namesAndTypes(nd *node, q int, nodeFQ string) (map[string][]string, error) {
-	topics, err := nd.ctx.c.Topics()
+	topics, err := graphTopics(nd.ctx.c)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func namesAndTypes(nd *node, q int, nodeFQ string) (map[string][]string, error) 
 		if svc != (q == qServicesByNode || q == qClientsByNode) || (!svc && isServiceTopic(t.Name)) {
 			continue
 		}
-		eps, err := nd.ctx.c.Endpoints(t.Name)
+		eps, err := graphEndpoints(nd.ctx.c, t.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +188,7 @@ func rgapsgo_names_and_types(h C.uintptr_t, a *C.rcutils_allocator_t, q C.int, n
 		}
 		fq = fullName(name, ns)
 		found := false
-		for _, in := range nd.ctx.c.Nodes() {
+		for _, in := range graphNodes(nd.ctx.c) {
 			if in.FullName() == fq {
 				found = true
 				break
@@ -245,7 +245,7 @@ func rgapsgo_endpoints_info(h C.uintptr_t, a *C.rcutils_allocator_t, topic *C.ch
 	if err := names.ValidateFullTopicName(name); err != nil {
 		return fail(retInvalid, "topic name %q: %v", name, err)
 	}
-	eps, err := nd.ctx.c.Endpoints(name)
+	eps, err := graphEndpoints(nd.ctx.c, name)
 	if err != nil {
 		return report("reading the graph", err)
 	}
@@ -320,7 +320,7 @@ func rgapsgo_count(h C.uintptr_t, what C.int, name *C.char, out *C.size_t) (rc C
 	case cServices:
 		topic, kind = reqPrefix+topic, zerocopy.KindSubscription
 	}
-	eps, err := nd.ctx.c.Endpoints(topic)
+	eps, err := graphEndpoints(nd.ctx.c, topic)
 	if err != nil && !errors.Is(err, zerocopy.ErrInvalid) {
 		return report("reading the graph", err)
 	}

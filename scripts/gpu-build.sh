@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds, here, everything the GPU machine runs (it has no Go toolchain):
-# the rgaps binary, GPU test binaries, the C library and its example.
-# Then run scripts/gpu-run.sh there with build/ carried along.
+# the rgaps binary, GPU test binaries, the C library and its example, and
+# (scripts/e2e-bundle.sh) the iceoryx and libfabric libraries the machine
+# lacks. Then run scripts/gpu-run.sh there with build/ carried along.
 source "$(dirname "$0")/setup.sh"
 rm -rf build && mkdir -p build
-go build -o build/rgaps ./cmd/rgaps
-for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./internal/benchgpu; do
-	go test -c -o "build/$(basename "$p").test" "$p"
+go build -ldflags='-s -w' -o build/rgaps ./cmd/rgaps
+for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./internal/benchgpu ./bridge; do
+	go test -c -ldflags='-s -w' -o "build/$(basename "$p").test" "$p"
 done
 go build -buildmode=c-shared -o build/librgaps.so ./cmd/librgaps
 cc -O2 -Wall -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -o build/rgaps_example examples/c/rgaps_example.c -Lbuild -lrgaps
+bash scripts/e2e-bundle.sh
+du -sh build
 ls -la build

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/hex"
+	"slices"
+
+	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+// The graph rmw reports is this host's (read from shared memory) plus, when
+// this host's daemon bridges to others, the nodes and endpoints it learned
+// from them. The bridge's own endpoints, which stand for the remote ones,
+// are left out.
+
+// remote asks the daemon; nothing (and no error) when no daemon bridges.
+func remote(c *rgaps.Context) (nodes []zerocopy.NodeInfo, eps []zerocopy.EndpointInfo) {
+	st, err := bridge.QueryStatus(c.Engine().Config())
+	if err != nil {
+		return nil, nil
+	}
+	for _, p := range st.Peers {
+		for _, n := range p.Nodes {
+			nodes = append(nodes, zerocopy.NodeInfo{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
+		}
+		for _, e := range p.Endpoints {
+			ep := zerocopy.EndpointInfo{Topic: e.Topic, Type: e.Type, Kind: zerocopy.KindSubscription, Node: e.Node, QoS: e.QoS, Path: e.Path}
+			if e.Kind == zerocopy.KindPublisher.String() {
+				ep.Kind = zerocopy.KindPublisher
+			}
+			hex.Decode(ep.GID[:], []byte(e.GID))
+			eps = append(eps, ep)
+		}
+	}
+	return nodes, eps
+}
+
+// graphNodes is every node of the domain: this host's and other hosts'.
+func graphNodes(c *rgaps.Context) []zerocopy.NodeInfo {
+	nodes, _ := remote(c)
+	return append(c.Nodes(), nodes...)
+}
+
+// graphTopics is this host's topics plus those only other hosts have.
+func graphTopics(c *rgaps.Context) ([]zerocopy.TopicInfo, error) {
+	topics, err := c.Topics()
+	if err != nil {
+		return nil, err
+	}
+	_, eps := remote(c)
+	for _, e := range eps {
+		if !slices.ContainsFunc(topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic }) {
+			topics = append(topics, zerocopy.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
+		}
+	}
+	return topics, nil
+}
+
+// graphEndpoints is a topic's endpoints on every host, without the
+// bridge's.
+func graphEndpoints(c *rgaps.Context, topic string) ([]zerocopy.EndpointInfo, error) {
+	local, err := c.Endpoints(topic)
+	local = slices.DeleteFunc(local, func(e zerocopy.EndpointInfo) bool { return e.Bridge })
+	_, eps := remote(c)
+	for _, e := range eps {
+		if e.Topic == topic {
+			local = append(local, e)
+		}
+	}
+	return local, err
+}
