@@ -39,7 +39,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	sizes := fs.String("sizes", "4K,1M,4M,64M", "message sizes")
 	n := fs.Int("n", 0, "timed messages per size for throughput, all topics together (0: 1 GiB worth, at least 50, at most 10,000)")
 	rounds := fs.Int("rounds", DefaultRounds, "latency samples per size (sizes above 16 MiB: a tenth, at least 10)")
-	window := fs.Int("window", 0, "messages in flight in the throughput phase, split over the topics (0: 128 MiB worth, 3 … 128)")
+	window := fs.Int("window", 0, "messages in flight in the throughput phase, split over the topics (0: 128 MiB worth, 2 … 128)")
 	ringSize := fs.String("ring", "64M", "ring size")
 	quick := fs.Bool("quick", false, "tiny sizes and counts (4K,256K; -n 8, -rounds 5, -ring 8M, -reps 1) unless given")
 	provider := fs.String("provider", DefaultProvider, "the bridge's data transport: fabric:tcp, fabric:shm, tcp")

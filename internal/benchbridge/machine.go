@@ -19,11 +19,29 @@ type Machine struct {
 	Go        string `json:"go"`
 	Libfabric bool   `json:"libfabric"` // built with libfabric
 	Date      string `json:"date"`
+	// Load is /proc/loadavg's 1-, 5- and 15-minute averages at the start
+	// and at the end of the run: on a shared machine they say how much
+	// the figures are worth.
+	LoadStart string `json:"load_start"`
+	LoadEnd   string `json:"load_end"`
+}
+
+// loadAvg is the first three fields of /proc/loadavg, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func machineInfo() Machine {
 	m := Machine{CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: "unknown",
-		Go: benchutil.GoVersion(), Libfabric: fabric.Available, Date: time.Now().UTC().Format(time.RFC3339)}
+		Go: benchutil.GoVersion(), Libfabric: fabric.Available, Date: time.Now().UTC().Format(time.RFC3339), LoadStart: loadAvg()}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {

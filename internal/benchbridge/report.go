@@ -196,6 +196,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 		{"CPU", fmt.Sprintf("%s (%d logical CPUs)", m.CPU, m.Cores)},
 		{"kernel", m.Kernel}, {"OS", m.OS}, {"Go", m.Go}, {"libfabric", lf}, {"date", m.Date},
 		{"run time", time.Duration(r.Elapsed).Round(100 * time.Millisecond).String()},
+		{"load average (1, 5, 15 min)", "start " + m.LoadStart + ", end " + m.LoadEnd},
 	}
 	if r.Command != "" {
 		t.Rows = append(t.Rows, []string{"command", "`" + r.Command + "`"})
