@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	bridgestatus "github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -16,7 +16,7 @@ import (
 
 // remote asks the daemon; nothing (and no error) when no daemon bridges.
 func remote(c *rgaps.Context) (nodes []zerocopy.NodeInfo, eps []zerocopy.EndpointInfo) {
-	st, err := bridge.QueryStatus(c.Engine().Config())
+	st, err := bridgestatus.Query(c.Engine().Config())
 	if err != nil {
 		return nil, nil
 	}

@@ -12,7 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"io"
 	"math"
 	"os"
@@ -392,7 +392,7 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 	}
 	g := graphView{topics: topics}
 	// Endpoints on other hosts, from this host's daemon when it bridges.
-	if st, err := bridge.QueryStatus(ctx.Engine().Config()); err == nil {
+	if st, err := status.Query(ctx.Engine().Config()); err == nil {
 		g.bridged = true
 		for _, p := range st.Peers {
 			for _, e := range p.Endpoints {
@@ -411,7 +411,7 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 // a bridge daemon runs, the endpoints on other hosts it knows of.
 type graphView struct {
 	topics  []rgaps.TopicInfo
-	remote  []bridge.RemoteEndpoint
+	remote  []status.RemoteEndpoint
 	bridged bool
 }
 

@@ -1,0 +1,107 @@
+// Package status is what a bridge daemon reports to local tools: its
+// peers, their graphs (nodes and endpoints on other hosts) and its links,
+// and the client that asks for it over the daemon's status socket. It has
+// no cgo: the CLI and the rmw library import it without linking the
+// transports.
+package status
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
+)
+
+// Status is what the daemon's bridge knows: its peers, their graphs and
+// the state of every data link. `rgaps topic list/info` show it.
+type Status struct {
+	Host     string       `json:"host"`
+	Provider string       `json:"provider"` // the data path: fabric:tcp, fabric:shm, tcp, …
+	Listen   string       `json:"listen"`
+	Peers    []PeerStatus `json:"peers"`
+}
+
+// PeerStatus is one remote daemon.
+type PeerStatus struct {
+	Host      string           `json:"host"`
+	Up        bool             `json:"up"`
+	Since     time.Time        `json:"since"`
+	Nodes     []RemoteNode     `json:"nodes"`
+	Endpoints []RemoteEndpoint `json:"endpoints"`
+	Links     []LinkStatus     `json:"links"`
+}
+
+// RemoteNode is a node on another host.
+type RemoteNode struct {
+	Host, Name, Namespace, Enclave string
+}
+
+// RemoteEndpoint is a publisher or subscription on another host, with the
+// path its data takes to or from this host.
+type RemoteEndpoint struct {
+	Host  string      `json:"host"`
+	Topic string      `json:"topic"`
+	Type  string      `json:"type"`
+	Kind  string      `json:"kind"`
+	Node  string      `json:"node"`
+	GID   string      `json:"gid"`
+	QoS   qos.Profile `json:"qos"`
+	// Path is the data path between the hosts (the bridge's provider:
+	// fabric:tcp, fabric:shm, fabric:verbs, tcp); LocalPath the path on
+	// the remote host itself (host-shm, gpu-pool, …).
+	Path      string `json:"path"`
+	LocalPath string `json:"local_path"`
+}
+
+// LinkStatus is one ring: this daemon writes it (writer) or owns it
+// (reader).
+type LinkStatus struct {
+	Ring       uint32 `json:"ring"`
+	Role       string `json:"role"`
+	Topic      string `json:"topic,omitempty"`
+	Messages   uint64 `json:"messages"`
+	Bytes      uint64 `json:"bytes"`
+	Records    uint64 `json:"records"`
+	Resent     uint64 `json:"resent"`
+	Dropped    uint64 `json:"dropped"`
+	Dups       uint64 `json:"dups"`
+	Failures   uint64 `json:"failures"`
+	WriteBacks uint64 `json:"write_backs"`
+}
+
+// PathName is how a provider is shown as an endpoint's path.
+func PathName(provider string) string {
+	if provider == "plaintcp" {
+		return "tcp"
+	}
+	return provider
+}
+
+// Socket is the abstract Unix socket where the daemon answers status
+// queries: @<prefix>-bridge-d<domain> (per network namespace).
+func Socket(cfg zerocopy.Config) string {
+	return fmt.Sprintf("@%s-bridge-d%d", cfg.Prefix, cfg.Domain)
+}
+
+// ErrNoDaemon reports that no bridge daemon runs for the domain.
+var ErrNoDaemon = errors.New("no bridge daemon runs for this domain")
+
+// Query asks the local daemon for its Status (one JSON object per
+// connection; the daemon answers processes of its own user or root).
+func Query(cfg zerocopy.Config) (Status, error) {
+	var st Status
+	c, err := net.DialTimeout("unix", Socket(cfg), time.Second)
+	if err != nil {
+		return st, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if err := json.NewDecoder(c).Decode(&st); err != nil {
+		return st, fmt.Errorf("reading the daemon's status: %w", err)
+	}
+	return st, nil
+}
