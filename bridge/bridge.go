@@ -373,9 +373,9 @@ func (b *Bridge) refreshLocal() {
 		b.mu.Unlock()
 		return
 	}
-	interestChanged := !sameInterest(b.local.interest, interest)
+	interestChanged := !sameMap(b.local.interest, interest)
 	graphChanged := !sameGraph(b.local.graph, g)
-	pubsChanged := !samePubs(b.local.pubs, pubs)
+	pubsChanged := !sameMap(b.local.pubs, pubs)
 	b.local.interest, b.local.pubs, b.local.graph = interest, pubs, g
 	var conns []*control.Conn
 	var offers []func()
@@ -413,19 +413,8 @@ func sortedInterest(m map[string]topicInterest) []topicInterest {
 	return out
 }
 
-func sameInterest(a, b map[string]topicInterest) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func samePubs(a, b map[string]pubSummary) bool {
+// sameMap reports whether two maps hold the same entries.
+func sameMap[K, V comparable](a, b map[K]V) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -71,17 +71,7 @@ func TestBridgeSmoke(t *testing.T) {
 			t.Run(prov+"/"+mode.String(), func(t *testing.T) {
 				a, b := pair(t, prov, func(o *Options) { o.Mode = mode; o.MaxChunk = 1 << 20 })
 				q := qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.ReliabilityReliable}
-				sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/smoke", Type: "std_msgs/msg/String", Node: "/l", QoS: q})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sub.Close()
-				pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/smoke", Type: "std_msgs/msg/String", Node: "/t", QoS: q})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer pub.Close()
-				testutil.Eventually(t, 10*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+				sub, pub := endpoints(t, a, b, "/smoke", q)
 				sizes := []int{100, 4096, 3 << 20, 1}
 				for i, n := range sizes {
 					msg := bytes.Repeat([]byte{byte(i + 1)}, n)
@@ -135,17 +125,7 @@ func (s *syncBuffer) String() string {
 // them, intact and in order.
 func exchange(t *testing.T, a, b *Bridge, topic string, q qos.Profile, sizes []int) {
 	t.Helper()
-	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: "std_msgs/msg/String", Node: "/l", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: "std_msgs/msg/String", Node: "/t", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	testutil.Eventually(t, 10*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+	sub, pub := endpoints(t, a, b, topic, q)
 	for i, n := range sizes {
 		if err := pub.Publish(bytes.Repeat([]byte{byte(i + 1)}, n)); err != nil {
 			t.Fatal(err)
@@ -161,6 +141,25 @@ func exchange(t *testing.T, a, b *Bridge, topic string, q qos.Profile, sizes []i
 		}
 		smp.Return()
 	}
+}
+
+// endpoints makes a subscription on b and a publisher on a of topic (closed
+// at the end of the test) and waits until the bridge's subscription on a
+// matched the publisher.
+func endpoints(t *testing.T, a, b *Bridge, topic string, q qos.Profile) (*zerocopy.Subscription, *zerocopy.Publisher) {
+	t.Helper()
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: "std_msgs/msg/String", Node: "/l", QoS: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: "std_msgs/msg/String", Node: "/t", QoS: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	testutil.Eventually(t, 10*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+	return sub, pub
 }
 
 func reliable() qos.Profile {
@@ -331,17 +330,7 @@ func TestTransientLocalAcrossHosts(t *testing.T) {
 func TestBestEffortDropsWhenRingFull(t *testing.T) {
 	a, b := pair(t, "tcp", func(o *Options) { o.RingSize = 256 << 10 })
 	q := qos.Profile{History: qos.HistoryKeepLast, Depth: 100, Reliability: qos.ReliabilityBestEffort}
-	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/be", Type: "std_msgs/msg/String", Node: "/l", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/be", Type: "std_msgs/msg/String", Node: "/t", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	testutil.Eventually(t, 10*time.Second, "matched", func() bool { return pub.Matched() > 0 })
+	sub, pub := endpoints(t, a, b, "/be", q)
 	const n = 400
 	start := time.Now()
 	for i := 0; i < n; i++ {
@@ -394,17 +383,7 @@ func TestTooLargeRefused(t *testing.T) {
 		}
 	})
 	q := reliable()
-	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/big", Type: "std_msgs/msg/String", Node: "/l", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/big", Type: "std_msgs/msg/String", Node: "/t", QoS: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	testutil.Eventually(t, 10*time.Second, "matched", func() bool { return pub.Matched() > 0 })
+	sub, pub := endpoints(t, a, b, "/big", q)
 	if err := pub.Publish(make([]byte, 4<<20)); err != nil {
 		t.Fatal(err)
 	}

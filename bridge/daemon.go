@@ -26,9 +26,7 @@ import (
 // stops it, or when the GPU-pool-only daemon was idle for -idle.
 func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, error)) error {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	dom := fs.Int("domain", int(ecfg.Domain), "ROS domain id")
-	idle := fs.Duration("idle", 0, "exit after this long without GPU pools or clients (0: run until stopped; ignored with a bridge)")
-	group := fs.String("allow-group", "", "also serve processes of this group (name or gid)")
+	pf := gpupool.AddFlags(fs, ecfg.Domain)
 	config := fs.String("config", os.Getenv("RGAPS_BRIDGE_CONFIG"), "bridge config file (key = value lines; see docs/ARCHITECTURE.md)")
 	listen := fs.String("listen", "", "bridge: control address to listen on (host:port; default from the config, or :"+fmt.Sprint(control.BasePort)+"+domain when peers are set)")
 	peers := fs.String("peers", os.Getenv("ROS_STATIC_PEERS"), "bridge: peers to connect to, ';'-separated host[:port] (default $ROS_STATIC_PEERS)")
@@ -48,18 +46,11 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *dom < 0 || *dom > 232 {
-		return fmt.Errorf("bad domain %d", *dom)
+	dom := pf.Domain()
+	if dom < 0 || dom > 232 {
+		return fmt.Errorf("bad domain %d", dom)
 	}
-	ecfg.Domain = uint32(*dom)
-	gid := -1
-	if *group != "" {
-		g, err := lookupGroup(*group)
-		if err != nil {
-			return err
-		}
-		gid = g
-	}
+	ecfg.Domain = uint32(dom)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	// The bridge, when configured.
@@ -67,7 +58,7 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	if *config != "" || *listen != "" || *peers != "" {
 		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll}
 		if *config != "" {
-			c, err := control.LoadConfig(*config, *dom)
+			c, err := control.LoadConfig(*config, dom)
 			if err != nil {
 				return err
 			}
@@ -78,10 +69,10 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 			o.Control.Listen = *listen
 		}
 		if o.Control.Listen == "" {
-			o.Control.Listen = fmt.Sprintf(":%d", control.DefaultPort(*dom))
+			o.Control.Listen = fmt.Sprintf(":%d", control.DefaultPort(dom))
 		}
 		if *peers != "" {
-			ps, err := control.ParsePeers(*peers, *dom)
+			ps, err := control.ParsePeers(*peers, dom)
 			if err != nil {
 				return err
 			}
@@ -138,12 +129,17 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 			return err
 		}
 		defer b.Close()
-		*idle = 0
+		pf.SetIdle(0)
 	}
-	srv, err := gpupool.Listen(gpupool.ServerConfig{Prefix: ecfg.Prefix, Domain: ecfg.Domain, AllowGroup: gid, Idle: *idle, Logger: log})
+	scfg, err := pf.Config(ecfg.Prefix, lookupGroup)
+	if err != nil {
+		return err
+	}
+	scfg.Logger = log
+	srv, err := gpupool.Listen(scfg)
 	if errors.Is(err, unix.EADDRINUSE) {
 		if b == nil {
-			fmt.Fprintf(os.Stderr, "rgaps daemon: a daemon for domain %d runs already\n", *dom)
+			fmt.Fprintf(os.Stderr, "rgaps daemon: a daemon for domain %d runs already\n", dom)
 			return nil
 		}
 		// A GPU-pool daemon (auto-started) runs already: it keeps serving

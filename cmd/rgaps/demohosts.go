@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 	"net"
 	"os"
 	"os/exec"
@@ -26,8 +27,8 @@ import (
 
 type emuHosts struct {
 	netns    bool
+	pair     *netns.Pair
 	ns       [2]string
-	iface    [2]string
 	addr     [2]string
 	prefix   [2]string
 	provider string
@@ -62,27 +63,12 @@ func (h *emuHosts) describe() string {
 	}
 	why := h.whyNot
 	if why == "" {
-		why = netnsWhyNot()
+		why = netns.Unavailable()
+	}
+	if why == "" {
+		why = "-wire loopback"
 	}
 	return fmt.Sprintf("two daemons on loopback (no network namespaces: %s); bridge over %s", why, h.provider)
-}
-
-func netnsWhyNot() string {
-	if os.Geteuid() != 0 {
-		return "not root"
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return "no ip(8)"
-	}
-	return "-wire loopback"
-}
-
-func ipRun(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // startHosts creates the hosts and starts both daemons; host a's shm
@@ -110,44 +96,22 @@ func startHosts(exe string, o demoOpts, domain uint32, prefix string) (h *emuHos
 		return h, err
 	}
 	pid := os.Getpid()
-	h.netns = o.wire == "netns" || (o.wire == "auto" && netnsWhyNot() == "-wire loopback")
+	h.netns = o.wire == "netns" || (o.wire == "auto" && netns.Unavailable() == "")
 	port := [2]int{}
 	if h.netns {
-		x := pid%250 + 1
-		for i, s := range []string{"a", "b"} {
-			h.ns[i] = fmt.Sprintf("rgaps-demo-%d-%s", pid, s)
-			h.iface[i] = fmt.Sprintf("rgd%d%s", pid%1000000, s)
-			h.addr[i] = fmt.Sprintf("10.251.%d.%d", x, i+1)
-			port[i] = 7700 + int(domain)
-		}
-		if err := ipRun("netns", "add", h.ns[0]); err != nil {
-			h.ns[0] = ""
+		p, err := netns.New(fmt.Sprintf("rgaps-demo-%d-", pid), fmt.Sprintf("rgd%d", pid%1000000), fmt.Sprintf("10.251.%d", pid%250+1))
+		if err != nil {
 			if o.wire == "netns" {
 				return h, err
 			}
 			// auto: this root may not create namespaces (a container).
 			h.netns, h.whyNot = false, err.Error()
+		} else {
+			h.pair, h.ns, h.addr = p, p.NS, p.Addr
+			port = [2]int{7700 + int(domain), 7700 + int(domain)}
 		}
 	}
-	if h.netns {
-		if err := ipRun("netns", "add", h.ns[1]); err != nil {
-			h.ns[1] = ""
-			return h, err
-		}
-		for _, args := range [][]string{
-			{"link", "add", h.iface[0], "netns", h.ns[0], "type", "veth", "peer", "name", h.iface[1], "netns", h.ns[1]},
-			{"-n", h.ns[0], "addr", "add", h.addr[0] + "/24", "dev", h.iface[0]},
-			{"-n", h.ns[1], "addr", "add", h.addr[1] + "/24", "dev", h.iface[1]},
-			{"-n", h.ns[0], "link", "set", h.iface[0], "up"},
-			{"-n", h.ns[1], "link", "set", h.iface[1], "up"},
-			{"-n", h.ns[0], "link", "set", "lo", "up"},
-			{"-n", h.ns[1], "link", "set", "lo", "up"},
-		} {
-			if err := ipRun(args...); err != nil {
-				return h, err
-			}
-		}
-	} else {
+	if !h.netns {
 		h.addr = [2]string{"127.0.0.1", "127.0.0.1"}
 		for i := range port {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -253,11 +217,9 @@ func (h *emuHosts) stop() error {
 			errs = append(errs, fmt.Errorf("the daemon of host %c did not stop on SIGTERM", 'a'+i))
 		}
 	}
-	for _, ns := range h.ns {
-		if ns != "" {
-			if err := ipRun("netns", "del", ns); err != nil {
-				errs = append(errs, err)
-			}
+	if h.pair != nil {
+		if err := h.pair.Close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if h.dir != "" {

@@ -362,6 +362,25 @@ func reliable() qos.Profile {
 	return qos.Profile{History: qos.HistoryKeepLast, Depth: 4, Reliability: qos.ReliabilityReliable}
 }
 
+// openChild opens a child's domain (prefix, pool size and device from the
+// environment the System gave it) and, with gpu, its device.
+func openChild(gpu bool) (*zerocopy.Domain, *cuda.Device, error) {
+	cfg, err := zerocopy.Config{}.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := zerocopy.Open(cfg)
+	if err != nil || !gpu {
+		return d, nil, err
+	}
+	dev, err := d.GPU()
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, dev, nil
+}
+
 // pubMain is the publisher on A: per round it loans a block of A's pool
 // (on the GPU), fills it with the round's pattern (untimed), then times
 // the publish call.
@@ -384,17 +403,9 @@ func pubMain(args []string) error {
 	return benche2e.Serve(ctl, func(r req) any {
 		switch r.Op {
 		case "init":
-			cfg, err := zerocopy.Config{}.FromEnv()
-			if err != nil {
+			var err error
+			if d, dev, err = openChild(r.GPU); err != nil {
 				return pubReply{Status: benche2e.Fail(err)}
-			}
-			if d, err = zerocopy.Open(cfg); err != nil {
-				return pubReply{Status: benche2e.Fail(err)}
-			}
-			if r.GPU {
-				if dev, err = d.GPU(); err != nil {
-					return pubReply{Status: benche2e.Fail(err)}
-				}
 			}
 			pub, err = d.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: "rgaps_e2e/msg/Blob", Node: "/e2e_pub", QoS: reliable(), Memory: memory(r.GPU)})
 			if err != nil {
@@ -459,17 +470,9 @@ func subMain(args []string) error {
 	return benche2e.Serve(ctl, func(r req) any {
 		switch r.Op {
 		case "init":
-			cfg, err := zerocopy.Config{}.FromEnv()
-			if err != nil {
+			var err error
+			if d, dev, err = openChild(r.GPU); err != nil {
 				return subReply{Status: benche2e.Fail(err)}
-			}
-			if d, err = zerocopy.Open(cfg); err != nil {
-				return subReply{Status: benche2e.Fail(err)}
-			}
-			if r.GPU {
-				if dev, err = d.GPU(); err != nil {
-					return subReply{Status: benche2e.Fail(err)}
-				}
 			}
 			sub, err = d.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: "rgaps_e2e/msg/Blob", Node: "/e2e_sub", QoS: reliable(), Memory: memory(r.GPU)})
 			if err != nil {
