@@ -209,7 +209,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
 		Sizes: o.Sizes, Prefix: o.Prefix}
 	vs := o.variants()
-	steps := o.Reps * (2*len(o.Sizes) + len(vs)*len(o.Sizes))
+	steps := o.Reps * len(o.Sizes) * (2 + len(vs))
 	pr := &progress{w: o.Progress, total: steps, start: start}
 	defer pr.finish()
 	res.Bare = make([]Baseline, len(o.Sizes))
@@ -219,9 +219,12 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		res.Variants[i] = VariantResult{Variant: v, ModeName: v.Mode.String(), WatermarkName: v.Watermark.String(),
 			Cells: make([]Cell, len(o.Sizes))}
 	}
-	// Every repetition measures everything once, so that a slow spell of
-	// a shared machine hits baselines and bridge alike; ratios are taken
-	// per repetition, then the median.
+	// Every repetition measures everything once, size by size, the
+	// baselines right before the bridge at the same size and the variants
+	// in an order rotated by one each repetition, so that a slow spell of
+	// a shared machine hits baselines and variants alike; ratios are taken
+	// per repetition, then the median. Every cell gets a fresh pair of
+	// bridges with pools sized for its messages.
 	for rep := range o.Reps {
 		for i, size := range o.Sizes {
 			if err := ctx.Err(); err != nil {
@@ -248,11 +251,12 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 				return nil, fmt.Errorf("transport loop, %s: %w", benchutil.FormatSize(size), err)
 			}
 			res.Loop[i].add(l)
-		}
-		for i := range res.Variants {
-			vr := &res.Variants[i]
-			if err := runVariant(ctx, o, vr, pr, rep); err != nil {
-				return nil, fmt.Errorf("%s: %w", vr.Name, err)
+			for k := range vs {
+				vr := &res.Variants[(k+rep)%len(vs)]
+				pr.step(fmt.Sprintf("%s, %s", vr.Name, benchutil.FormatSize(size)))
+				if err := runVariant(ctx, o, vr, &vr.Cells[i], size, rep); err != nil {
+					return nil, fmt.Errorf("%s, %s: %w", vr.Name, benchutil.FormatSize(size), err)
+				}
 			}
 		}
 	}
@@ -290,55 +294,24 @@ func removeSegments(prefix string) error {
 // pair is the two hosts.
 type pair struct {
 	a, b *bridge.Bridge
-	// gen is the generation of topic names: the same names serve every
-	// size (per-topic rings are made per topic name and kept), unless a
-	// retired bridge subscription lingered (settle).
-	gen int
 }
 
-func topicName(gen, t int) string { return fmt.Sprintf("/bench_bridge/g%d/t%d", gen, t) }
-
-// settle waits until host a's bridge has retired its subscriptions of
-// the topics just closed, so that reopening them does not race with the
-// retirement (a message published into a retiring subscription would be
-// lost with it); after 10 s it moves on to new names instead.
-func (p *pair) settle(topics int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for t := 0; t < topics; t++ {
-		for {
-			eps, err := p.a.Domain().Endpoints(topicName(p.gen, t))
-			if err != nil || len(eps) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				p.gen++
-				return
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-}
-
-// poolSize is the topic pool of variant v: the largest window of the run
+// poolSize is the topic pool of variant v at size: its window
 // plus one message (on host a, a sample the bridge has not seen
 // acknowledged yet) and some room. A fuller pool only makes a publisher
 // (ours on host a, the bridge's on host b) wait for a returned sample;
 // the run's memory is what a shared 2-core machine can spare.
-func poolSize(o Options, v Variant) uint64 {
-	var p uint64 = 16 << 20
-	for _, s := range o.Sizes {
-		need := uint64(o.window(s, v.Topics)+1)*uint64(s) + 4<<20
-		p = max(p, need)
-	}
+func poolSize(o Options, v Variant, size int) uint64 {
+	p := max(16<<20, uint64(o.window(size, v.Topics)+1)*uint64(size)+4<<20)
 	return (p + 1<<20 - 1) &^ (1<<20 - 1)
 }
 
 // openPair starts host b (listening on 127.0.0.1) and host a (dialling
 // b) and waits until each sees the other.
-func openPair(o Options, v Variant) (*pair, error) {
+func openPair(o Options, v Variant, size int) (*pair, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	pool := poolSize(o, v)
+	pool := poolSize(o, v, size)
 	mk := func(host, listen string, peers []control.Peer) (*bridge.Bridge, error) {
 		return bridge.New(bridge.Options{
 			Engine:    zerocopy.Config{Prefix: o.Prefix + host, PoolSize: pool, SkipStaleClean: true},
@@ -553,23 +526,16 @@ func (s *stream) warm(k int) error {
 	return nil
 }
 
-func runVariant(ctx context.Context, o Options, vr *VariantResult, pr *progress, rep int) error {
-	p, err := openPair(o, vr.Variant)
+// runVariant measures one repetition of a variant at a size into c, on
+// a pair of bridges of its own.
+func runVariant(ctx context.Context, o Options, vr *VariantResult, c *Cell, size, rep int) (err error) {
+	p, err := openPair(o, vr.Variant, size)
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, p.close()) }()
 	vr.ProviderName = p.a.ProviderName()
-	defer p.close()
-	for i, size := range o.Sizes {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		pr.step(fmt.Sprintf("%s, %s", vr.Name, benchutil.FormatSize(size)))
-		if err := runCell(ctx, o, vr.Variant, p, &vr.Cells[i], size, rep); err != nil {
-			return fmt.Errorf("%s: %w", benchutil.FormatSize(size), err)
-		}
-	}
-	return p.close()
+	return runCell(ctx, o, vr.Variant, p, c, size, rep)
 }
 
 // runCell measures one repetition of a variant at a size into c: a
@@ -583,15 +549,12 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 			c.Received += s.received
 			err = errors.Join(err, s.close())
 		}
-		if len(ss) > 0 && err == nil {
-			p.settle(v.Topics)
-		}
 		if err == nil && c.Sent != c.Received {
 			err = fmt.Errorf("%d messages published, %d received", c.Sent, c.Received)
 		}
 	}()
 	for t := range v.Topics {
-		s, err := openStream(p, topicName(p.gen, t), t, pat, !o.NoVerify)
+		s, err := openStream(p, fmt.Sprintf("/bench_bridge/t%d", t), t, pat, !o.NoVerify)
 		if err != nil {
 			return err
 		}

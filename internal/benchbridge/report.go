@@ -204,7 +204,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	t.Write(w)
 
 	fmt.Fprintf(w, "\n## Throughput\n\n"+
-		"Publish as fast as possible with at most *window* messages per topic published and not yet taken; timed from "+
+		"Publish as fast as possible with at most *window* messages per topic published and not yet taken, on a fresh pair of bridges per row and repetition; timed from "+
 		"the first publish until the subscriber took the last message (after two untimed warm-up messages). "+
 		"%s GB/s = 10⁹ bytes/s of payload. The bare loop is fi_writedata in C between two endpoints of this process "+
 		"(fabric.MeasureBare, one size-byte region); the transport loop is WriteImm through the transport.Provider "+
