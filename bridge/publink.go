@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -33,8 +35,13 @@ const BridgeNode = "/_rgaps_bridge"
 // bridge subscriptions of the topics the remote host wants, and writes
 // them into the remote ring one-sidedly (header and payload straight from
 // the shared pool, no copy), keeping each sample until the remote Head
-// has passed its last record. One goroutine (run) owns everything below
-// "goroutine state"; other goroutines talk to it through mu and wake.
+// has passed its last record. A GPU topic on a host with a GPU is read in
+// its device form (the publisher makes no host copy for the bridge): the
+// link stages each record's payload itself, with an asynchronous
+// device-to-host copy into a pinned staging slot, and posts the record
+// when its copy is done, while the copies of the next records proceed
+// (see staging). One goroutine (run) owns everything below "goroutine
+// state"; other goroutines talk to it through mu and wake.
 type pubLink struct {
 	b    *Bridge
 	host string
@@ -73,7 +80,10 @@ type pubLink struct {
 	fl          []flight // committed (or to resend) records, oldest first
 	fh          int      // first live flight
 	rs          int      // first flight still to (re)send after a rewind
+	ss          int      // first flight to resend not yet looked at for staging (≥ rs)
 	cur         *message // message being written
+	pend        []flight // staged chunks of cur not yet posted, in order
+	stg         *staging // device payload staging, set up on first need
 	acked       []ring.Record
 	imms        [4]uint64
 	spins       int // idle polls in a row
@@ -107,6 +117,7 @@ type outTopic struct {
 	want      wantedTopic
 	sub       *zerocopy.Subscription
 	reg       transport.Region
+	gpu       bool // the subscription reads the device form: payloads are staged
 	seq       uint64
 	announced bool // topic map sent to the current reader
 	removing  bool
@@ -121,6 +132,7 @@ type flight struct {
 	hdr     ring.Header
 	off     uint64 // payload offset in the message
 	lastRec bool
+	slot    int // staging slot + 1 holding the payload copy; 0: none (yet)
 }
 
 // message is a sample being written, chunk by chunk.
@@ -128,8 +140,10 @@ type message struct {
 	ot     *outTopic
 	smp    *zerocopy.Sample
 	chunks uint32
-	next   uint32
+	next   uint32 // next chunk to post
 	seq    uint64
+	stage  bool   // its payload goes through staging slots
+	staged uint32 // chunks whose staging copy was started (≥ next)
 }
 
 func newPubLink(b *Bridge, host string, id uint32, only string) *pubLink {
@@ -262,6 +276,13 @@ func (l *pubLink) connect(p *pendingOffer) error {
 		l.ep.Close()
 		l.ep = nil
 	}
+	// The old endpoint's writes are gone: every staging slot is free, and
+	// what is still to send is staged again (the slots' contents may be
+	// reused before it is).
+	l.resetStaging()
+	if l.stg != nil && l.stg.size < stageSlotSize(p.cfg) {
+		l.dropStaging() // the new reader's records are larger
+	}
 	if l.local == nil {
 		reg, err := l.b.prov.Alloc(wLocalLen)
 		if err != nil {
@@ -294,6 +315,7 @@ func (l *pubLink) connect(p *pendingOffer) error {
 		l.w.Rewind(nil)
 	}
 	l.rs = l.fh // everything not acknowledged is written again
+	l.ss = l.rs
 	binary.LittleEndian.PutUint64(l.local.Bytes()[wHeadOff:], l.w.DelayedHead())
 	l.lastHead = l.w.DelayedHead()
 	ep, err := l.b.prov.Dial(o.Addr)
@@ -307,6 +329,7 @@ func (l *pubLink) connect(p *pendingOffer) error {
 		return errors.New("control connection lost while accepting the ring")
 	}
 	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
+	l.prepareStaging()
 	return nil
 }
 
@@ -364,24 +387,65 @@ func (l *pubLink) applyWanted() {
 		if _, ok := l.topics[name]; ok {
 			continue
 		}
-		sub, err := l.b.dom.NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: w.typ, Node: BridgeNode, QoS: w.subQoS, Bridge: true})
+		spec := zerocopy.EndpointSpec{Topic: name, Type: w.typ, Node: BridgeNode, QoS: w.subQoS, Bridge: true}
+		gpu := l.devicePool(name)
+		if gpu {
+			spec.Memory = zerocopy.MemoryGPU
+		}
+		sub, err := l.b.dom.NewSubscription(spec)
+		if err != nil && gpu {
+			l.b.log.Warn("bridge subscription of a GPU topic in device form failed: reading host copies", "topic", name, "err", err)
+			spec.Memory, gpu = zerocopy.MemoryHost, false
+			sub, err = l.b.dom.NewSubscription(spec)
+		}
 		if err != nil {
 			l.b.log.Warn("bridge subscription", "topic", name, "err", err)
 			continue
 		}
-		reg, err := l.b.prov.Register(sub.HostPool())
-		if err != nil {
-			sub.Close()
-			l.b.log.Warn("registering the topic pool", "topic", name, "err", err)
-			continue
+		gpu = (gpu && sub.Topic().PoolKind() == zerocopy.PoolGPU) || stageHook != nil
+		var reg transport.Region
+		if pool := sub.HostPool(); !gpu || len(pool) > 0 {
+			// A device topic's host copies (made for local host readers)
+			// are sent from where they lie, like a host topic's samples.
+			if reg, err = l.b.prov.Register(pool); err != nil {
+				sub.Close()
+				l.b.log.Warn("registering the topic pool", "topic", name, "err", err)
+				continue
+			}
 		}
-		ot := &outTopic{id: l.nextID, name: name, typ: w.typ, want: w, sub: sub, reg: reg}
+		ot := &outTopic{id: l.nextID, name: name, typ: w.typ, want: w, sub: sub, reg: reg, gpu: gpu}
 		l.nextID++
 		l.topics[name] = ot
 		l.byID[ot.id] = ot
 		l.order = append(l.order, ot)
-		l.b.log.Info("forwarding topic", "peer", l.host, "ring", l.id, "topic", name, "reliability", w.subQoS.Reliability.String(), "durability", w.subQoS.Durability.String())
+		l.b.log.Info("forwarding topic", "peer", l.host, "ring", l.id, "topic", name, "reliability", w.subQoS.Reliability.String(), "durability", w.subQoS.Durability.String(), "memory", spec.Memory.String())
+		if gpu {
+			l.prepareStaging()
+		}
 	}
+}
+
+// devicePool reports whether a topic has a GPU pool (its endpoints' paths
+// say so) and this host a GPU: then the bridge subscription reads the
+// device form, so that the publisher makes no host copy for the bridge,
+// and the link stages the payloads itself, overlapped with the transfer.
+func (l *pubLink) devicePool(name string) bool {
+	eps, err := l.b.dom.Endpoints(name)
+	if err != nil {
+		return false
+	}
+	pool := false
+	for _, ep := range eps {
+		if strings.HasPrefix(ep.Path, zerocopy.PoolGPU.Path()) { // gpu-pool, gpu-pool+host-copy
+			pool = true
+			break
+		}
+	}
+	if !pool {
+		return false
+	}
+	_, err = l.b.dom.GPU()
+	return err == nil
 }
 
 // collect closes retired topics nobody uses any more; it reports whether
@@ -392,7 +456,9 @@ func (l *pubLink) collect() bool {
 		if !ot.removing || ot.refs > 0 {
 			continue
 		}
-		ot.reg.Close()
+		if ot.reg != nil {
+			ot.reg.Close()
+		}
 		ot.sub.Close()
 		delete(l.topics, name)
 		delete(l.byID, ot.id)
@@ -418,15 +484,22 @@ func (l *pubLink) ack() {
 			l.stats.Messages.Add(1)
 		}
 		f.ot.refs--
+		if f.slot != 0 { // cannot happen: only committed records are acknowledged
+			l.stg.slots[f.slot-1].state = slotFree
+		}
 		*f = flight{}
 		l.fh++
 		if l.rs < l.fh {
 			l.rs = l.fh
 		}
+		if l.ss < l.fh {
+			l.ss = l.fh
+		}
 	}
 	if l.fh > 1024 && l.fh*2 > len(l.fl) {
 		n := copy(l.fl, l.fl[l.fh:])
 		l.rs -= l.fh
+		l.ss -= l.fh
 		l.fl = l.fl[:n]
 		l.fh = 0
 	}
@@ -454,6 +527,14 @@ func (l *pubLink) pump() (progressed, blocked bool, err error) {
 	for l.rs < len(l.fl) {
 		if err := l.announce(l.fl[l.rs].ot); err != nil {
 			return progressed, false, err
+		}
+		// A staged payload is staged again (the slot may hold other
+		// bytes by now) and posted once its copy is done.
+		if err := l.stageAhead(); err != nil {
+			return progressed, false, err
+		}
+		if ok, err := l.payloadReady(&l.fl[l.rs]); err != nil || !ok {
+			return progressed, err == nil, err
 		}
 		ok, err := l.post(&l.fl[l.rs])
 		if err != nil || !ok {
@@ -501,7 +582,7 @@ func (l *pubLink) next() bool {
 		}
 		ot.seq++
 		ot.refs++
-		l.cur = &message{ot: ot, smp: smp, chunks: chunks, seq: ot.seq}
+		l.cur = &message{ot: ot, smp: smp, chunks: chunks, seq: ot.seq, stage: stages(ot, smp)}
 		return true
 	}
 	return false
@@ -528,18 +609,30 @@ func (l *pubLink) writeChunk() (ok bool, err error) {
 	if err := l.announce(m.ot); err != nil {
 		return false, err
 	}
-	size := uint64(m.smp.Size())
-	off, n := l.w.ChunkSpan(size, m.next)
-	info := m.smp.Info()
-	f := flight{ot: m.ot, smp: m.smp, off: off, lastRec: m.next == m.chunks-1,
-		hdr: ring.Header{Topic: m.ot.id, Chunk: m.next, Chunks: m.chunks, Seq: m.seq, PayloadLen: n,
-			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher}}
+	var f flight
+	if m.stage {
+		// The copies of the next chunks run while this one is sent.
+		if err := l.stageAhead(); err != nil {
+			return false, err
+		}
+		if len(l.pend) == 0 {
+			return false, nil // every slot busy: wait for their writes
+		}
+		f = l.pend[0]
+		if ok, err := l.payloadReady(&f); err != nil || !ok {
+			return false, err
+		}
+	} else {
+		f = l.chunkFlight(m, m.next)
+	}
+	n := f.hdr.PayloadLen
 	posted, err := l.post(&f)
 	if err != nil {
 		return false, err
 	}
 	if !posted {
 		if m.next == 0 && m.ot.want.subQoS.Reliability == qos.ReliabilityBestEffort {
+			l.unstage() // its copies read the sample: done before it is returned
 			l.stats.Dropped.Add(1)
 			m.smp.Return()
 			m.ot.refs--
@@ -547,6 +640,9 @@ func (l *pubLink) writeChunk() (ok bool, err error) {
 			return true, nil
 		}
 		return false, nil
+	}
+	if m.stage {
+		l.pend = append(l.pend[:0], l.pend[1:]...)
 	}
 	m.ot.refs++
 	l.fl = append(l.fl, f)
@@ -560,9 +656,20 @@ func (l *pubLink) writeChunk() (ok bool, err error) {
 	return true, nil
 }
 
+// chunkFlight is the flight of chunk c of m.
+func (l *pubLink) chunkFlight(m *message, c uint32) flight {
+	off, n := l.w.ChunkSpan(uint64(m.smp.Size()), c)
+	info := m.smp.Info()
+	return flight{ot: m.ot, smp: m.smp, off: off, lastRec: c == m.chunks-1,
+		hdr: ring.Header{Topic: m.ot.id, Chunk: c, Chunks: m.chunks, Seq: m.seq, PayloadLen: n,
+			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher}}
+}
+
 // post reserves ring space for a record and writes it: the header (and in
 // write-twice mode a pad header) from registered slots, the payload from
-// the shared pool, then commits. It returns false when there is no room.
+// the shared pool (or from its staging slot, which is then busy until the
+// write completed locally), then commits. It returns false when there is
+// no room.
 func (l *pubLink) post(f *flight) (bool, error) {
 	if l.w.InFlight() >= maxInFlight {
 		return false, nil
@@ -595,16 +702,22 @@ func (l *pubLink) post(f *flight) (bool, error) {
 	if err := l.ep.Write(hb, l.local, l.remote, base+s.Offset); err != nil {
 		return false, err
 	}
-	payload := f.smp.Bytes()
-	if payload == nil || f.off+f.hdr.PayloadLen > uint64(len(payload)) {
-		return false, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
+	var src []byte
+	reg := f.ot.reg
+	if f.slot != 0 {
+		src, reg = l.stg.slots[f.slot-1].buf[:f.hdr.PayloadLen], l.stg.reg
+	} else {
+		payload := f.smp.Bytes()
+		if payload == nil || f.off+f.hdr.PayloadLen > uint64(len(payload)) {
+			return false, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
+		}
+		src = payload[f.off : f.off+f.hdr.PayloadLen]
 	}
-	src := payload[f.off : f.off+f.hdr.PayloadLen]
 	dst := base + s.Offset + ring.HeaderSize
 	if twice {
-		err = l.ep.Write(src, f.ot.reg, l.remote, dst)
+		err = l.ep.Write(src, reg, l.remote, dst)
 	} else {
-		err = l.ep.WriteImm(src, f.ot.reg, l.remote, dst, s.Imm)
+		err = l.ep.WriteImm(src, reg, l.remote, dst, s.Imm)
 	}
 	if err != nil {
 		return false, err
@@ -619,6 +732,12 @@ func (l *pubLink) post(f *flight) (bool, error) {
 			return false, err
 		}
 	}
+	if f.slot != 0 {
+		// Free once this endpoint completed every write posted so far.
+		sl := &l.stg.slots[f.slot-1]
+		sl.state, sl.doneAt = slotPosted, l.ep.Stats().Writes
+		f.slot = 0
+	}
 	l.stats.Records.Add(1)
 	return true, nil
 }
@@ -629,6 +748,12 @@ func (l *pubLink) shutdown() {
 		l.ep.Close()
 		l.ep = nil
 	}
+	if l.stg != nil {
+		// Staging copies may still read held samples.
+		if err := l.stg.cp.wait(); err != nil {
+			l.b.log.Error("waiting for staging copies", "peer", l.host, "ring", l.id, "err", err)
+		}
+	}
 	for i := l.fh; i < len(l.fl); i++ {
 		if f := &l.fl[i]; f.lastRec {
 			f.smp.Return()
@@ -637,13 +762,331 @@ func (l *pubLink) shutdown() {
 	if l.cur != nil {
 		l.cur.smp.Return() // no flight of it has lastRec yet
 	}
-	l.fl, l.fh, l.rs, l.cur = nil, 0, 0, nil
+	l.fl, l.fh, l.rs, l.ss, l.cur, l.pend = nil, 0, 0, 0, nil, nil
 	for _, ot := range l.topics {
 		ot.refs, ot.removing = 0, true
 	}
 	l.collect()
+	l.dropStaging()
 	if l.local != nil {
 		l.local.Close()
 	}
 	// l.wake is closed by Bridge.Close once no one can trigger it.
+}
+
+// Staging of device payloads.
+//
+// A GPU topic's bridge subscription reads the device form, so the
+// publisher returns without a host copy, and the link makes the copy
+// itself, record by record: the payload of each record is copied from the
+// sample's device memory (at the chunk's offset) into one of K slots of
+// registered, pinned host memory with an asynchronous device-to-host copy
+// on the link's stream, followed by the slot's event; the record is
+// posted (header, then the payload from the slot) once that event is done,
+// in ring order. So the copy of chunk k+1 runs while chunk k is on the
+// wire (and the reader places chunk k−1). Slots are handed out in ring
+// order; a slot is reused only after the write posted from it completed
+// locally (the endpoint's completions reached its writes count at post
+// time), and after a reconnect every slot is free and whatever is to be
+// written again is staged again from the still-held sample.
+//
+// K: a slot holds one record's payload (Config.MaxChunk, page-rounded).
+// K = 8 for chunks up to 8 MiB (16 MiB of pinned memory with the 2 MiB
+// records of the benchmark): the device-to-host copy (≈ 50 GB/s) is
+// several times faster than the wire, so the copies stay ahead and up
+// to K−1 payload writes can be in flight while the next one is staged,
+// which keeps a software provider (that moves bytes only while polled)
+// and a NIC busy back to back. Larger records get fewer slots, at least
+// 2 (one on the wire, one being staged), within stageBudget.
+const (
+	stageBudget = 64 << 20 // pinned bytes per link, at most (unless 2 slots need more)
+	stageMax    = 8
+	stageMin    = 2
+)
+
+// Staging slot states.
+const (
+	slotFree   = iota
+	slotStaged // holding (or being copied) the payload of a record not yet posted
+	slotPosted // its record was posted: free once doneAt writes completed
+)
+
+type stageSlot struct {
+	buf    []byte
+	state  int
+	doneAt uint64 // slotPosted: the endpoint's Writes after posting from it
+}
+
+// staging is a link's staging memory: K slots in one registered region,
+// pinned for the GPU, and the copier that fills them.
+type staging struct {
+	reg   transport.Region
+	unpin func() error
+	cp    stageCopier
+	slots []stageSlot
+	size  uint64 // bytes per slot
+	next  int    // next slot to hand out: slots are used in ring order
+}
+
+// stageCopier queues copies of sample payload bytes into staging slots and
+// reports when they are done: the GPU's (cudaCopier) or a test's.
+type stageCopier interface {
+	// start queues the copy of len(dst) bytes at offset off of smp's
+	// payload into dst, slot i's memory, and marks slot i behind it.
+	start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error
+	// done reports whether slot i's latest copy completed.
+	done(i int) (bool, error)
+	// wait waits for every copy queued.
+	wait() error
+	close()
+}
+
+// stageHook, when set (tests only), replaces the GPU copier and makes every
+// topic's payloads go through staging.
+var stageHook func(slots int) stageCopier
+
+// stages reports whether a sample's payload is staged: the subscription
+// reads the device form and the sample has no host copy to send from
+// (local host readers made the engine stage one).
+func stages(ot *outTopic, smp *zerocopy.Sample) bool {
+	return ot.gpu && (smp.Bytes() == nil || ot.reg == nil || stageHook != nil)
+}
+
+func stageSlotSize(cfg ring.Config) uint64 {
+	return max((cfg.MaxChunk+4095)&^4095, 4096)
+}
+
+// prepareStaging sets staging up ahead of the first device message, when
+// the link is connected and carries a GPU topic.
+func (l *pubLink) prepareStaging() {
+	if l.stg != nil || l.w == nil {
+		return
+	}
+	for _, ot := range l.topics {
+		if ot.gpu {
+			if err := l.ensureStaging(); err != nil {
+				l.b.log.Warn("staging memory for device payloads", "peer", l.host, "ring", l.id, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// ensureStaging allocates the staging slots for the current ring
+// configuration.
+func (l *pubLink) ensureStaging() error {
+	if l.stg != nil {
+		return nil
+	}
+	size := stageSlotSize(l.cfg)
+	k := min(max(stageBudget/size, stageMin), stageMax)
+	reg, err := l.b.prov.Alloc(int(k * size))
+	if err != nil {
+		return fmt.Errorf("registering staging memory: %w", err)
+	}
+	st := &staging{reg: reg, size: size, slots: make([]stageSlot, k)}
+	mem := reg.Bytes()
+	for i := range st.slots {
+		st.slots[i].buf = mem[uint64(i)*size : uint64(i+1)*size : uint64(i+1)*size]
+	}
+	if stageHook != nil {
+		st.cp = stageHook(int(k))
+	} else {
+		dev, err := l.b.dom.GPU()
+		if err != nil {
+			reg.Close()
+			return err
+		}
+		if err := dev.HostRegister(mem[:k*size], cuda.HostRegisterPortable); err != nil {
+			l.b.log.Warn("staging memory not pinned: device copies run at pageable speed", "peer", l.host, "ring", l.id, "err", err)
+		} else {
+			b := mem[:k*size]
+			st.unpin = func() error { return dev.HostUnregister(b) }
+		}
+		cp, err := newCudaCopier(dev, int(k))
+		if err != nil {
+			if st.unpin != nil {
+				st.unpin()
+			}
+			reg.Close()
+			return err
+		}
+		st.cp = cp
+	}
+	l.stg = st
+	l.b.log.Info("staging device payloads", "peer", l.host, "ring", l.id, "slots", k, "slot_bytes", size)
+	return nil
+}
+
+// resetStaging frees every slot (the endpoint their writes were posted on
+// is closed) and forgets what was staged: it is staged again.
+func (l *pubLink) resetStaging() {
+	for i := l.fh; i < len(l.fl); i++ {
+		l.fl[i].slot = 0
+	}
+	l.pend = l.pend[:0]
+	if l.cur != nil {
+		l.cur.staged = l.cur.next
+	}
+	if l.stg != nil {
+		for i := range l.stg.slots {
+			l.stg.slots[i].state = slotFree
+		}
+		l.stg.next = 0
+	}
+}
+
+// dropStaging releases the staging memory; no endpoint may use it.
+func (l *pubLink) dropStaging() {
+	st := l.stg
+	if st == nil {
+		return
+	}
+	l.resetStaging()
+	st.cp.close()
+	if st.unpin != nil {
+		if err := st.unpin(); err != nil {
+			l.b.log.Warn("unpinning staging memory", "peer", l.host, "ring", l.id, "err", err)
+		}
+	}
+	st.reg.Close()
+	l.stg = nil
+}
+
+// stage starts the copy of f's payload into the next slot; false: every
+// slot is busy.
+func (l *pubLink) stage(f *flight) (bool, error) {
+	st := l.stg
+	i := st.next
+	s := &st.slots[i]
+	switch s.state {
+	case slotStaged:
+		return false, nil
+	case slotPosted:
+		if l.ep.Stats().Completions < s.doneAt {
+			return false, nil
+		}
+	}
+	if err := st.cp.start(i, s.buf[:f.hdr.PayloadLen], f.smp, f.off); err != nil {
+		return false, fmt.Errorf("topic %s: staging chunk %d: %w", f.ot.name, f.hdr.Chunk, err)
+	}
+	s.state = slotStaged
+	st.next = (i + 1) % len(st.slots)
+	f.slot = i + 1
+	return true, nil
+}
+
+// stageAhead starts staging copies, in ring order, for the records to
+// write again and then the current message's next chunks, as far as
+// slots are free.
+func (l *pubLink) stageAhead() error {
+	if l.ss < l.rs {
+		l.ss = l.rs
+	}
+	for ; l.ss < len(l.fl); l.ss++ {
+		f := &l.fl[l.ss]
+		if f.slot != 0 || !stages(f.ot, f.smp) {
+			continue
+		}
+		if err := l.ensureStaging(); err != nil {
+			return err
+		}
+		if ok, err := l.stage(f); err != nil || !ok {
+			return err
+		}
+	}
+	m := l.cur
+	if m == nil || !m.stage {
+		return nil
+	}
+	if err := l.ensureStaging(); err != nil {
+		return err
+	}
+	for m.staged < m.chunks {
+		f := l.chunkFlight(m, m.staged)
+		if ok, err := l.stage(&f); err != nil || !ok {
+			return err
+		}
+		l.pend = append(l.pend, f)
+		m.staged++
+	}
+	return nil
+}
+
+// payloadReady reports whether f can be posted: its payload is in the
+// pool, or staged and its copy done.
+func (l *pubLink) payloadReady(f *flight) (bool, error) {
+	if f.slot == 0 {
+		return !stages(f.ot, f.smp), nil
+	}
+	return l.stg.cp.done(f.slot - 1)
+}
+
+// unstage gives back the slots of the current message's staged chunks (it
+// is dropped), once their copies, which read its sample, are done.
+func (l *pubLink) unstage() {
+	if len(l.pend) > 0 {
+		if err := l.stg.cp.wait(); err != nil {
+			l.b.log.Error("waiting for staging copies", "peer", l.host, "ring", l.id, "err", err)
+		}
+		// They are the latest slots handed out: hand them out again next.
+		l.stg.next = l.pend[0].slot - 1
+		for _, f := range l.pend {
+			l.stg.slots[f.slot-1].state = slotFree
+		}
+		l.pend = l.pend[:0]
+	}
+	if l.cur != nil {
+		l.cur.staged = l.cur.next
+	}
+}
+
+// cudaCopier copies device payloads to staging slots on its own stream,
+// with an event per slot.
+type cudaCopier struct {
+	dev    *cuda.Device
+	stream *cuda.Stream
+	events []*cuda.Event
+}
+
+func newCudaCopier(dev *cuda.Device, slots int) (*cudaCopier, error) {
+	s, err := dev.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	c := &cudaCopier{dev: dev, stream: s}
+	for range slots {
+		ev, err := dev.NewEvent()
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.events = append(c.events, ev)
+	}
+	return c, nil
+}
+
+func (c *cudaCopier) start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error {
+	if len(dst) > 0 {
+		p, err := smp.DevicePtr()
+		if err != nil {
+			return err
+		}
+		if err := c.dev.MemcpyDtoHAsync(dst, p+zerocopy.DevicePtr(off), c.stream); err != nil {
+			return err
+		}
+	}
+	return c.events[i].Record(c.stream)
+}
+
+func (c *cudaCopier) done(i int) (bool, error) { return c.events[i].Done() }
+
+func (c *cudaCopier) wait() error { return c.stream.Synchronize() }
+
+func (c *cudaCopier) close() {
+	c.stream.Synchronize()
+	for _, ev := range c.events {
+		ev.Destroy()
+	}
+	c.stream.Destroy()
 }

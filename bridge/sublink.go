@@ -385,7 +385,11 @@ func (l *subLink) start(a *ringAccept) error {
 // the ring again with the current Head.
 func (l *subLink) fail(err error, tell bool) {
 	// Records whose copies are running are finished (consumed) first: the
-	// Assembler has taken them, so they must not come again.
+	// Assembler has taken them, so they must not come again. No head
+	// write-back goes out on the failed link meanwhile (ep is cleared
+	// first): the next offer carries the Head.
+	ep := l.ep
+	l.ep = nil
 	if ferr := l.finish(true); ferr != nil {
 		l.b.log.Error("finishing placements after a link failure", "peer", l.host, "ring", l.id, "err", ferr)
 	}
@@ -393,13 +397,12 @@ func (l *subLink) fail(err error, tell bool) {
 		l.ln.Close()
 		l.ln = nil
 	}
-	if l.ep == nil {
+	if ep == nil {
 		return
 	}
 	l.stats.Failures.Add(1)
 	l.b.log.Warn("data link down (reader)", "peer", l.host, "ring", l.id, "err", err)
-	l.ep.Close()
-	l.ep = nil
+	ep.Close()
 	l.headRemote = transport.RemoteRegion{}
 	if tell {
 		l.b.mu.Lock()
@@ -664,6 +667,9 @@ func (l *subLink) finish(wait bool) error {
 			l.publish(p)
 		}
 		if err := l.consume(&p.rec); err != nil {
+			// Consumed (the error is the head write-back's, on a link
+			// that failed): it must not be consumed again.
+			l.placing = append(l.placing[:0], l.placing[k+1:]...)
 			return err
 		}
 	}
