@@ -199,7 +199,22 @@ func dropWriterLinks(br *Bridge) {
 	}
 	br.mu.Unlock()
 	for _, l := range ls {
-		l.linkDown("test: data link dropped")
+		l.linkDown("test: data link dropped", 0)
+	}
+}
+
+// dropReaderLinks fails br's data links from the reader's side.
+func dropReaderLinks(br *Bridge) {
+	br.mu.Lock()
+	var ls []*subLink
+	for _, p := range br.peers {
+		for _, l := range p.readers {
+			ls = append(ls, l)
+		}
+	}
+	br.mu.Unlock()
+	for _, l := range ls {
+		l.linkDown("test: data link dropped", 0)
 	}
 }
 
@@ -235,13 +250,17 @@ func TestStagedPayloads(t *testing.T) {
 			dropped := make(chan struct{})
 			go func() { // data-link failures while records are in flight
 				defer close(dropped)
-				for range 8 {
+				for k := range 8 {
 					select {
 					case <-stop:
 						return
 					case <-time.After(10 * time.Millisecond):
 					}
-					dropWriterLinks(a)
+					if k%2 == 0 {
+						dropWriterLinks(a)
+					} else {
+						dropReaderLinks(b) // the other side's failure notes cross it
+					}
 				}
 			}()
 			go func() {

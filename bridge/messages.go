@@ -162,6 +162,10 @@ type ringDown struct {
 	// otherwise the sender writes into the receiver's ring.
 	FromReader bool   `json:"from_reader"`
 	Reason     string `json:"reason"`
+	// Offer is the offer number of the link that failed: a note about an
+	// earlier link of the ring (it can arrive after a newer link is up)
+	// is ignored.
+	Offer uint64 `json:"offer"`
 }
 
 func encodeQoS(p qos.Profile) []byte {

@@ -164,7 +164,7 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 		return
 	}
 	b.log.Warn("peer down", "peer", host, "err", err)
-	var links []interface{ linkDown(string) }
+	var links []interface{ linkDown(string, uint64) }
 	for _, l := range p.writers {
 		links = append(links, l)
 	}
@@ -177,7 +177,7 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 	p.downSince = time.Now()
 	b.mu.Unlock()
 	for _, l := range links {
-		l.linkDown("control connection lost")
+		l.linkDown("control connection lost", 0)
 	}
 }
 
@@ -297,7 +297,7 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 			return err
 		}
 		b.mu.Lock()
-		var l interface{ linkDown(string) }
+		var l interface{ linkDown(string, uint64) }
 		if p := b.peers[host]; p != nil {
 			if m.FromReader {
 				if w := p.writers[m.Ring]; w != nil {
@@ -309,7 +309,7 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 		}
 		b.mu.Unlock()
 		if l != nil {
-			l.linkDown("peer reports: " + m.Reason)
+			l.linkDown("peer reports: "+m.Reason, m.Offer)
 		}
 	default:
 		return fmt.Errorf("%w: unknown message type %d", control.ErrProtocol, t)

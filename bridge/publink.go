@@ -56,11 +56,13 @@ type pubLink struct {
 	want      map[string]wantedTopic
 	wantGen   uint64
 	downNote  string
+	downOffer uint64
 	stopped   bool
 
 	// goroutine state
 	epoch       uint64 // this writer's instance: a restarted daemon has another
 	readerEpoch uint64
+	offerNum    uint64 // the reader's offer the current link answers
 	cfg         ring.Config
 	w           *ring.Writer
 	ep          transport.Endpoint
@@ -168,9 +170,11 @@ func (l *pubLink) offer(o *ringOffer, cfg ring.Config, ctl *control.Conn) {
 	l.wake.Trigger()
 }
 
-func (l *pubLink) linkDown(reason string) {
+// linkDown tears the data link down; offer, when not 0, names the link
+// (its offer number): a note about an earlier link is ignored.
+func (l *pubLink) linkDown(reason string, offer uint64) {
 	l.mu.Lock()
-	l.downNote = reason
+	l.downNote, l.downOffer = reason, offer
 	l.mu.Unlock()
 	l.wake.Trigger()
 }
@@ -189,14 +193,14 @@ func (l *pubLink) run() {
 	var ready []bool
 	for {
 		l.mu.Lock()
-		stopped, off, down, want, gen := l.stopped, l.nextOffer, l.downNote, l.want, l.wantGen
+		stopped, off, down, downOffer, want, gen := l.stopped, l.nextOffer, l.downNote, l.downOffer, l.want, l.wantGen
 		l.nextOffer, l.downNote = nil, ""
 		l.mu.Unlock()
 		if stopped {
 			return
 		}
 		l.wake.Reset()
-		if down != "" && l.ep != nil {
+		if down != "" && l.ep != nil && (downOffer == 0 || downOffer == l.offerNum) {
 			l.fail(errors.New(down), false)
 		}
 		if off != nil {
@@ -322,7 +326,7 @@ func (l *pubLink) connect(p *pendingOffer) error {
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", o.Addr, err)
 	}
-	l.ep, l.ctl, l.remote, l.tailOff = ep, p.ctl, o.Region.remote(), o.TailOff
+	l.ep, l.ctl, l.remote, l.tailOff, l.offerNum = ep, p.ctl, o.Region.remote(), o.TailOff, o.Offer
 	hr := toRegion(l.local.Desc())
 	hr.Len = 8
 	if !l.b.send(l.ctl, msgRingAccept, ringAccept{Ring: l.id, ReaderEpoch: o.ReaderEpoch, WriterEpoch: l.epoch, HeadRegion: hr, Restart: l.w.Tail(), Offer: o.Offer}) {
@@ -370,7 +374,7 @@ func (l *pubLink) fail(err error, tell bool) {
 	l.ep.Close()
 	l.ep = nil
 	if tell && l.ctl != nil {
-		l.b.send(l.ctl, msgRingDown, ringDown{Ring: l.id, FromReader: false, Reason: err.Error()})
+		l.b.send(l.ctl, msgRingDown, ringDown{Ring: l.id, FromReader: false, Reason: err.Error(), Offer: l.offerNum})
 	}
 }
 

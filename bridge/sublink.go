@@ -117,8 +117,14 @@ func (l *subLink) reoffer() {
 	l.wake()
 }
 
-func (l *subLink) linkDown(reason string) {
+// linkDown tears the data link down; offer, when not 0, names the link
+// (its offer number): a note about an earlier link is ignored.
+func (l *subLink) linkDown(reason string, offer uint64) {
 	l.mu.Lock()
+	if offer != 0 && offer != l.offerSeq {
+		l.mu.Unlock()
+		return
+	}
 	l.downNote = reason
 	l.mu.Unlock()
 	l.wake()
@@ -186,7 +192,7 @@ func (l *subLink) run() {
 			select {
 			case res := <-l.acceptCh:
 				l.ln.Close()
-				l.ln = nil
+				l.ln, l.acceptCh = nil, nil
 				if res.err != nil {
 					l.b.log.Warn("data link accept failed", "peer", l.host, "ring", l.id, "err", res.err)
 					continue
@@ -197,8 +203,7 @@ func (l *subLink) run() {
 			case <-time.After(100 * time.Millisecond):
 				if time.Since(l.offeredAt) > linkTimeout {
 					l.b.log.Warn("no writer connected to the offered ring", "peer", l.host, "ring", l.id)
-					l.ln.Close()
-					l.ln = nil
+					l.dropListener()
 					l.requestOffer()
 				}
 				continue
@@ -239,6 +244,22 @@ func (l *subLink) run() {
 	}
 }
 
+// dropListener stops offering: the listener closes, and an endpoint its
+// accept may still deliver is closed when it comes.
+func (l *subLink) dropListener() {
+	if l.ln == nil {
+		return
+	}
+	l.ln.Close()
+	l.ln = nil
+	go func(ch chan acceptResult) {
+		if r := <-ch; r.ep != nil {
+			r.ep.Close()
+		}
+	}(l.acceptCh)
+	l.acceptCh = nil
+}
+
 // requestOffer re-offers the ring when the peer is connected (a data link
 // failed while control works); otherwise the next peerUp asks for it.
 func (l *subLink) requestOffer() {
@@ -259,10 +280,7 @@ func (l *subLink) offer() error {
 	if l.ep != nil {
 		l.fail(errors.New("re-offered"), false)
 	}
-	if l.ln != nil {
-		l.ln.Close()
-		l.ln = nil
-	}
+	l.dropListener()
 	b := l.b
 	if l.mem == nil {
 		cfg, err := ring.Config{Size: b.opts.RingSize, MaxChunk: b.opts.MaxChunk, NoChunking: b.opts.NoChunking,
@@ -326,8 +344,7 @@ func (l *subLink) offer() error {
 	}
 	b.mu.Unlock()
 	if c == nil || !b.send(c, msgRingOffer, o) {
-		ln.Close()
-		l.ln = nil
+		l.dropListener()
 		return errors.New("no control connection to the peer")
 	}
 	return nil
@@ -393,11 +410,14 @@ func (l *subLink) fail(err error, tell bool) {
 	if ferr := l.finish(true); ferr != nil {
 		l.b.log.Error("finishing placements after a link failure", "peer", l.host, "ring", l.id, "err", ferr)
 	}
-	if l.ln != nil {
-		l.ln.Close()
-		l.ln = nil
-	}
+	offering := l.ln != nil
+	l.dropListener()
 	if ep == nil {
+		if offering {
+			// Failed while offering (the writer may have connected to
+			// the listener just closed): offer again.
+			l.requestOffer()
+		}
 		return
 	}
 	l.stats.Failures.Add(1)
@@ -412,7 +432,10 @@ func (l *subLink) fail(err error, tell bool) {
 		}
 		l.b.mu.Unlock()
 		if c != nil {
-			l.b.send(c, msgRingDown, ringDown{Ring: l.id, FromReader: true, Reason: err.Error()})
+			l.mu.Lock()
+			offer := l.offerSeq
+			l.mu.Unlock()
+			l.b.send(c, msgRingDown, ringDown{Ring: l.id, FromReader: true, Reason: err.Error(), Offer: offer})
 		}
 	}
 	l.requestOffer()
@@ -776,9 +799,7 @@ func (l *subLink) shutdown() {
 	if l.stream != nil {
 		l.stream.Destroy()
 	}
-	if l.ln != nil {
-		l.ln.Close()
-	}
+	l.dropListener()
 	if l.ep != nil {
 		l.ep.Close()
 	}
