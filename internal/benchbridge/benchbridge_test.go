@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,9 @@ func quick(t *testing.T, provider string, variants ...string) *Result {
 	o.Variants = variants
 	if testing.Verbose() {
 		o.Progress = os.Stderr
+	}
+	if os.Getenv("RGAPS_TEST_LOG") != "" {
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

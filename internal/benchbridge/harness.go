@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge"
@@ -74,6 +76,8 @@ type Options struct {
 	// Reps is how often every throughput measurement (baselines too) is
 	// repeated; the report shows the median (0: 1).
 	Reps int
+	// Log receives the bridges' events; nil is silent.
+	Log *slog.Logger
 	// Progress receives a line per step; nil is silent.
 	Progress io.Writer
 }
@@ -225,6 +229,12 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	// a shared machine hits baselines and variants alike; ratios are taken
 	// per repetition, then the median. Every cell gets a fresh pair of
 	// bridges with pools sized for its messages.
+	var resubs atomic.Int64
+	defer func() {
+		if res != nil {
+			res.Resubscribes = int(resubs.Load())
+		}
+	}()
 	for rep := range o.Reps {
 		for i, size := range o.Sizes {
 			if err := ctx.Err(); err != nil {
@@ -254,7 +264,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			for k := range vs {
 				vr := &res.Variants[(k+rep)%len(vs)]
 				pr.step(fmt.Sprintf("%s, %s", vr.Name, benchutil.FormatSize(size)))
-				if err := runVariant(ctx, o, vr, &vr.Cells[i], size, rep); err != nil {
+				if err := runVariant(ctx, o, vr, &vr.Cells[i], size, rep, &resubs); err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", vr.Name, benchutil.FormatSize(size), err)
 				}
 			}
@@ -294,6 +304,12 @@ func removeSegments(prefix string) error {
 // pair is the two hosts.
 type pair struct {
 	a, b *bridge.Bridge
+	// resubscribes counts subscriptions opened again because host a's
+	// bridge had not subscribed after a second: its peer-up announcement
+	// of host b's (then empty) interest can overtake the update that
+	// follows the subscription (bridge.peerUp and refreshLocal send
+	// without ordering), leaving host a with a stale interest.
+	resubscribes *atomic.Int64
 }
 
 // poolSize is the topic pool of variant v at size: its window
@@ -308,7 +324,7 @@ func poolSize(o Options, v Variant, size int) uint64 {
 
 // openPair starts host b (listening on 127.0.0.1) and host a (dialling
 // b) and waits until each sees the other.
-func openPair(o Options, v Variant, size int) (*pair, error) {
+func openPair(o Options, v Variant, size int, resubs *atomic.Int64) (*pair, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	pool := poolSize(o, v, size)
@@ -322,6 +338,7 @@ func openPair(o Options, v Variant, size int) (*pair, error) {
 			Mode:      v.Mode,
 			Watermark: v.Watermark,
 			PerTopic:  v.PerTopic,
+			Log:       o.Log,
 		})
 	}
 	b, err := mk("b", "127.0.0.1:0", nil)
@@ -335,7 +352,7 @@ func openPair(o Options, v Variant, size int) (*pair, error) {
 		b.Close()
 		return nil, err
 	}
-	p := &pair{a: a, b: b}
+	p := &pair{a: a, b: b, resubscribes: resubs}
 	deadline := time.Now().Add(setUpTimeout)
 	for !peerUp(a) || !peerUp(b) {
 		if time.Now().After(deadline) {
@@ -367,6 +384,10 @@ func (p *pair) close() error {
 // counters sums the writer links of a and the reader links of b.
 type counters struct {
 	Records, WriteBacks, Resent, Dropped, Dups, Failures uint64
+	// Acked counts messages the writer saw acknowledged (all records
+	// behind the reader's head): once it has reached the messages sent,
+	// the other counters have settled.
+	Acked uint64
 }
 
 func (p *pair) counters() counters {
@@ -374,6 +395,7 @@ func (p *pair) counters() counters {
 	for _, ps := range p.a.Status().Peers {
 		for _, l := range ps.Links {
 			if l.Role == "writer" {
+				c.Acked += l.Messages
 				c.Records += l.Records
 				c.Resent += l.Resent
 				c.Dropped += l.Dropped
@@ -401,10 +423,25 @@ func (c *counters) add(d counters) {
 	c.Dropped += d.Dropped
 	c.Dups += d.Dups
 	c.Failures += d.Failures
+	c.Acked += d.Acked
 }
 
 func (c counters) minus(d counters) counters {
-	return counters{c.Records - d.Records, c.WriteBacks - d.WriteBacks, c.Resent - d.Resent, c.Dropped - d.Dropped, c.Dups - d.Dups, c.Failures - d.Failures}
+	return counters{c.Records - d.Records, c.WriteBacks - d.WriteBacks, c.Resent - d.Resent, c.Dropped - d.Dropped, c.Dups - d.Dups, c.Failures - d.Failures, c.Acked - d.Acked}
+}
+
+// settled returns the counters once the writer has seen every one of
+// sent messages acknowledged (the subscriber can take a message before
+// the writer has counted its last record), or after a second anyway.
+func (p *pair) settled(sent int) counters {
+	deadline := time.Now().Add(time.Second)
+	for {
+		c := p.counters()
+		if c.Acked >= uint64(sent) || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // stream is one topic: a publisher on host a, a subscription on host b.
@@ -424,8 +461,13 @@ var benchQoS = qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.Reliabi
 
 const benchType = "rgaps_bench/msg/Blob"
 
+// openStream opens a topic's subscription on host b and publisher on
+// host a, and waits until host a's bridge subscribed. A bridge that
+// missed host b's interest (see resubscribes) is nudged by opening the
+// subscription again, which sends the interest anew.
 func openStream(p *pair, name string, topic int, pat *pattern, verify bool) (*stream, error) {
-	sub, err := p.b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: benchType, Node: "/bench_sub", QoS: benchQoS})
+	spec := zerocopy.EndpointSpec{Topic: name, Type: benchType, Node: "/bench_sub", QoS: benchQoS}
+	sub, err := p.b.Domain().NewSubscription(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -436,10 +478,20 @@ func openStream(p *pair, name string, topic int, pat *pattern, verify bool) (*st
 	}
 	s := &stream{topic: topic, pub: pub, sub: sub, pat: pat, verify: verify}
 	deadline := time.Now().Add(setUpTimeout)
+	nudge := time.Now().Add(time.Second)
 	for pub.Matched() == 0 {
 		if time.Now().After(deadline) {
 			s.close()
 			return nil, fmt.Errorf("topic %s: the bridge on host a did not subscribe", name)
+		}
+		if time.Now().After(nudge) {
+			p.resubscribes.Add(1)
+			s.sub.Close()
+			if s.sub, err = p.b.Domain().NewSubscription(spec); err != nil {
+				pub.Close()
+				return nil, err
+			}
+			nudge = time.Now().Add(time.Second)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -528,8 +580,8 @@ func (s *stream) warm(k int) error {
 
 // runVariant measures one repetition of a variant at a size into c, on
 // a pair of bridges of its own.
-func runVariant(ctx context.Context, o Options, vr *VariantResult, c *Cell, size, rep int) (err error) {
-	p, err := openPair(o, vr.Variant, size)
+func runVariant(ctx context.Context, o Options, vr *VariantResult, c *Cell, size, rep int, resubs *atomic.Int64) (err error) {
+	p, err := openPair(o, vr.Variant, size, resubs)
 	if err != nil {
 		return err
 	}
@@ -568,13 +620,20 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 	c.Size, c.Window = size, o.window(size, v.Topics)
 	per := (o.messages(size) + v.Topics - 1) / v.Topics
 	c.Messages = per * v.Topics
-	before := p.counters()
+	sent := func() int {
+		n := 0
+		for _, s := range ss {
+			n += s.sent
+		}
+		return n
+	}
+	before := p.settled(sent())
 	elapsed, err := throughput(ctx, ss, per, c.Window)
 	if err != nil {
 		return err
 	}
 	c.Runs = append(c.Runs, elapsed)
-	d := p.counters().minus(before)
+	d := p.settled(sent()).minus(before)
 	c.Links.add(d)
 	if d.Dropped != 0 || d.Failures != 0 || d.Dups != 0 {
 		return fmt.Errorf("the bridge dropped %d messages, suppressed %d duplicates and had %d link failures", d.Dropped, d.Dups, d.Failures)

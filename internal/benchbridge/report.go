@@ -33,9 +33,13 @@ type Result struct {
 	Bare     []Baseline `json:"bare"`
 	BareNote string     `json:"bare_note,omitempty"`
 	// Loop is the transport-level WriteImm loop per size.
-	Loop     []Baseline        `json:"transport_loop"`
-	Variants []VariantResult   `json:"variants"`
-	Elapsed  benchutil.Seconds `json:"elapsed_s"`
+	Loop     []Baseline      `json:"transport_loop"`
+	Variants []VariantResult `json:"variants"`
+	// Resubscribes counts subscriptions opened again because the bridge
+	// on host a had not subscribed after a second (a bridge bug worked
+	// around; see openStream).
+	Resubscribes int               `json:"resubscribes"`
+	Elapsed      benchutil.Seconds `json:"elapsed_s"`
 }
 
 // VariantResult is one bridge configuration's cells, one per size.
@@ -246,6 +250,10 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	t.Write(w)
 	if r.BareNote != "" {
 		fmt.Fprintf(w, "\nNo bare fi_writedata loop: %s.\n", r.BareNote)
+	}
+	if r.Resubscribes > 0 {
+		fmt.Fprintf(w, "\nSet-up: %d subscription(s) had to be opened again because host a's bridge had not subscribed after a second "+
+			"(its peer-up announcement of host b's interest overtook the update; not timed).\n", r.Resubscribes)
 	}
 
 	// Latency.
