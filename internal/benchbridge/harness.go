@@ -179,6 +179,10 @@ func Variants(provider string) []Variant {
 	if isPlainTCP(provider) {
 		vs = slices.DeleteFunc(vs, func(v Variant) bool { return v.Key == KeyPlainTCP })
 	}
+	if provider == "fabric:shm" {
+		// shm does not order RMA writes: the bridge refuses write-twice.
+		vs = slices.DeleteFunc(vs, func(v Variant) bool { return v.Key == KeyTwice })
+	}
 	return vs
 }
 
