@@ -101,6 +101,10 @@ type Bridge struct {
 	wg       sync.WaitGroup
 	quit     chan struct{}
 
+	// sendMu serialises the sends of the local interest and graph (taken
+	// before mu, never while holding it).
+	sendMu sync.Mutex
+
 	// mu guards the fields below and every peer's state; it is never held
 	// across a send, a transport call or an engine call that can block.
 	mu      sync.Mutex
@@ -391,13 +395,8 @@ func (b *Bridge) refreshLocal() {
 		b.adjustWritersLocked()
 	}
 	b.mu.Unlock()
-	for _, c := range conns {
-		if interestChanged {
-			b.send(c, msgInterest, interestMsg{Topics: sortedInterest(interest)})
-		}
-		if graphChanged {
-			b.send(c, msgGraph, g)
-		}
+	if interestChanged || graphChanged {
+		b.sendLocal(conns, interestChanged, graphChanged)
 	}
 	for _, f := range offers {
 		f()
@@ -442,6 +441,25 @@ func sameGraph(a, b graphMsg) bool {
 		}
 	}
 	return true
+}
+
+// sendLocal sends this host's interest and/or graph to conns. The state is
+// read and sent under sendMu, so the newest state is always the last one a
+// connection gets (peerUp and the graph watcher both send).
+func (b *Bridge) sendLocal(conns []*control.Conn, interest, graph bool) {
+	b.sendMu.Lock()
+	defer b.sendMu.Unlock()
+	b.mu.Lock()
+	in, g := sortedInterest(b.local.interest), b.local.graph
+	b.mu.Unlock()
+	for _, c := range conns {
+		if interest {
+			b.send(c, msgInterest, interestMsg{Topics: in})
+		}
+		if graph {
+			b.send(c, msgGraph, g)
+		}
+	}
 }
 
 // send sends a control message, logging a failure (the session notices

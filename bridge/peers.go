@@ -139,10 +139,8 @@ func (b *Bridge) peerUp(host string, c *control.Conn) {
 		b.log.Info("peer up", "peer", host, "addr", c.RemoteAddr().String())
 		offers = b.offerRingsLocked(p)
 	}
-	interest, g := sortedInterest(b.local.interest), b.local.graph
 	b.mu.Unlock()
-	b.send(c, msgInterest, interestMsg{Topics: interest})
-	b.send(c, msgGraph, g)
+	b.sendLocal([]*control.Conn{c}, true, true)
 	for _, f := range offers {
 		f()
 	}

@@ -670,7 +670,7 @@ func PollWait(poll func([]uint64) (int, error), imms []uint64, timeout time.Dura
 }
 
 // Backoff is the pause after the spins-th progress attempt that found
-// nothing: a few yields, then sleeps growing to 200µs, so a waiting side
+// nothing: a few yields, then sleeps growing to 320µs, so a waiting side
 // still progresses transfers often without holding a core.
 func Backoff(spins int) {
 	switch {

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: bench local|gpu [flags] (bench bridge|e2e: later builds)", runBench)
+	register("bench", "benchmarks: bench local|gpu|bridge|e2e [flags]", runBench)
 	register(bench.ChildCommand, "(internal) subscriber process of `rgaps bench local`", func(args []string) error {
 		if len(args) != 0 {
 			return errUsage
@@ -36,9 +36,11 @@ func benchUsage() {
            through the shared GPU pool vs each subscriber's own pageable copy
   bridge   throughput and latency through two bridges over loopback (libfabric
            tcp by default) against a bare fi_writedata loop and plain TCP
-  e2e: not available in this build
+  e2e      a GPU message on host A to N GPU subscribers on host B (thesis
+           Figure 4.6): ours, the thesis' baseline pipeline (Iceoryx) and the
+           serial lower bound in one run; tables and PNG/SVG plots
 
-run "rgaps bench local -h" or "rgaps bench gpu -h" for the flags`)
+run "rgaps bench <benchmark> -h" for its flags`)
 }
 
 func runBench(args []string) error {
