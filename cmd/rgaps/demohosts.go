@@ -7,18 +7,15 @@ package main
 // only inside them; otherwise both listen on loopback.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
@@ -34,9 +31,7 @@ type emuHosts struct {
 	provider string
 	dir      string
 	whyNot   string // why there are no namespaces, when auto fell back
-	daemons  [2]*exec.Cmd
-	logs     [2]string
-	exited   [2]chan struct{}
+	daemons  [2]*daemonproc.Daemon
 }
 
 // command is argv run as a process of host i: host b's processes run in
@@ -89,10 +84,8 @@ func startHosts(exe string, o demoOpts, domain uint32, prefix string) (h *emuHos
 	if h.dir, err = os.MkdirTemp("", "rgaps-demo-"); err != nil {
 		return h, err
 	}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	secretFile := filepath.Join(h.dir, "secret")
-	if err := os.WriteFile(secretFile, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+	secretFile, err := daemonproc.WriteSecret(h.dir)
+	if err != nil {
 		return h, err
 	}
 	pid := os.Getpid()
@@ -135,45 +128,16 @@ func startHosts(exe string, o demoOpts, domain uint32, prefix string) (h *emuHos
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(h.hostEnv(i), "RGAPS_DAEMON_IDLE=0")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		h.logs[i] = filepath.Join(h.dir, fmt.Sprintf("daemon-%c.log", 'a'+i))
-		f, err := os.Create(h.logs[i])
+		d, err := daemonproc.Start(fmt.Sprintf("the daemon of host %c", 'a'+i), cmd, filepath.Join(h.dir, fmt.Sprintf("daemon-%c.log", 'a'+i)))
 		if err != nil {
 			return h, err
 		}
-		cmd.Stderr, cmd.Stdout = f, f
-		err = cmd.Start()
-		f.Close()
-		if err != nil {
-			return h, fmt.Errorf("starting the daemon of host %c: %w", 'a'+i, err)
-		}
-		h.daemons[i] = cmd
-		h.exited[i] = make(chan struct{})
-		go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(cmd, h.exited[i])
-		if err := h.waitLog(i, "bridge started", demoTimeout); err != nil {
+		h.daemons[i] = d
+		if err := d.WaitLog("bridge started", demoTimeout); err != nil {
 			return h, err
 		}
 	}
 	return h, nil
-}
-
-// waitLog waits until daemon i logged want.
-func (h *emuHosts) waitLog(i int, want string, timeout time.Duration) error {
-	for deadline := time.Now().Add(timeout); ; {
-		b, _ := os.ReadFile(h.logs[i])
-		if strings.Contains(string(b), want) {
-			return nil
-		}
-		select {
-		case <-h.exited[i]:
-			return fmt.Errorf("the daemon of host %c exited:\n%s", 'a'+i, b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the daemon of host %c did not log %q within %v:\n%s", 'a'+i, want, timeout, b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // remotePaths reads the data paths of host b's endpoints of topic from
@@ -196,25 +160,21 @@ func (h *emuHosts) remotePaths(domain uint32, topic string) map[string]int {
 
 // logTail is the end of daemon i's log, for error reports.
 func (h *emuHosts) logTail(i int) string {
-	b, _ := os.ReadFile(h.logs[i])
-	return string(b[max(0, len(b)-3000):])
+	if h.daemons[i] == nil {
+		return ""
+	}
+	return h.daemons[i].Tail()
 }
 
 // stop ends the daemons (SIGTERM, then SIGKILL) and removes the
 // namespaces and the secret.
 func (h *emuHosts) stop() error {
 	var errs []error
-	for i, c := range h.daemons {
-		if c == nil {
-			continue
-		}
-		c.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-h.exited[i]:
-		case <-time.After(10 * time.Second):
-			c.Process.Kill()
-			<-h.exited[i]
-			errs = append(errs, fmt.Errorf("the daemon of host %c did not stop on SIGTERM", 'a'+i))
+	for _, d := range h.daemons {
+		if d != nil {
+			if err := d.Stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if h.pair != nil {

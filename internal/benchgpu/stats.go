@@ -6,35 +6,10 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
 )
 
-// Summary describes samples in ns. Percentiles follow tlsf and
-// internal/bench: p50 = s[n/2], p99 = s[min(n-1, n*99/100)] of the sorted
-// samples (with fewer than 100 samples, p99 is the maximum).
-type Summary struct {
-	N   int   `json:"n"`
-	Avg int64 `json:"avg_ns"`
-	P50 int64 `json:"p50_ns"`
-	P99 int64 `json:"p99_ns"`
-	Min int64 `json:"min_ns"`
-	Max int64 `json:"max_ns"`
-}
+// Summary describes samples in ns (benchutil.Summary).
+type Summary = benchutil.Summary
 
-func summarize(xs []int64) Summary {
-	if len(xs) == 0 {
-		return Summary{}
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	var sum int64
-	for _, v := range s {
-		sum += v
-	}
-	n := len(s)
-	return Summary{
-		N: n, Avg: sum / int64(n),
-		P50: benchutil.Percentile(s, 50), P99: benchutil.Percentile(s, 99),
-		Min: s[0], Max: s[n-1],
-	}
-}
+func summarize(xs []int64) Summary { return benchutil.Summarize(xs) }
 
 // maxOver is, per message, the largest of every subscriber's value.
 func maxOver(rows [][]int64) []int64 {

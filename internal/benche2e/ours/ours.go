@@ -5,16 +5,13 @@
 package ours
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -77,9 +74,7 @@ type (
 type System struct {
 	env     *benche2e.Env
 	dir     string
-	daemons [2]*exec.Cmd
-	exited  [2]chan struct{}
-	logs    [2]string
+	daemons [2]*daemonproc.Daemon
 	pub     *benche2e.Child
 	subs    []*benche2e.Child
 	seq     uint64
@@ -121,10 +116,8 @@ func (s *System) Start(env *benche2e.Env) (err error) {
 	if s.dir, err = os.MkdirTemp(env.WorkDir, "ours-"); err != nil {
 		return err
 	}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	sf := filepath.Join(s.dir, "secret")
-	if err := os.WriteFile(sf, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
+	sf, err := daemonproc.WriteSecret(s.dir)
+	if err != nil {
 		return err
 	}
 	port, err := freePort(env)
@@ -142,21 +135,13 @@ func (s *System) Start(env *benche2e.Env) (err error) {
 		}
 		cmd := env.Wrap(hosts[h])(env.Exe, args...)
 		cmd.Env = append(s.hostEnv(h), fmt.Sprintf("RGAPS_GPU_DEVICE=%d", []int{env.DeviceA, env.DeviceB}[h]))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		s.logs[h] = filepath.Join(s.dir, fmt.Sprintf("daemon-%s.log", hosts[h].Name))
-		f, err := os.Create(s.logs[h])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		d, err := daemonproc.Start(fmt.Sprintf("rgapsd on host %s", hosts[h].Name), cmd, filepath.Join(s.dir, fmt.Sprintf("daemon-%s.log", hosts[h].Name)))
 		if err != nil {
 			return err
 		}
-		cmd.Stdout, cmd.Stderr = f, f
-		err = cmd.Start()
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("starting rgapsd on host %s: %w", hosts[h].Name, err)
-		}
-		s.daemons[h], s.exited[h] = cmd, make(chan struct{})
-		go func(c *exec.Cmd, done chan struct{}) { c.Wait(); close(done) }(cmd, s.exited[h])
-		if err := s.waitLog(h, "bridge started", time.Minute); err != nil {
+		s.daemons[h] = d
+		if err := d.WaitLog("bridge started", time.Minute); err != nil {
 			return err
 		}
 	}
@@ -181,26 +166,6 @@ func freePort(env *benche2e.Env) ([2]int, error) {
 	}
 	return p, nil
 }
-
-func (s *System) waitLog(h int, want string, timeout time.Duration) error {
-	for deadline := time.Now().Add(timeout); ; {
-		b, _ := os.ReadFile(s.logs[h])
-		if strings.Contains(string(b), want) {
-			return nil
-		}
-		select {
-		case <-s.exited[h]:
-			return fmt.Errorf("rgapsd on host %c exited: %s", 'A'+h, tail(b))
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("rgapsd on host %c did not log %q: %s", 'A'+h, want, tail(b))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func tail(b []byte) string { return string(b[max(0, len(b)-2000):]) }
 
 func (s *System) startChild(h int, name, role string) (*benche2e.Child, error) {
 	env := *s.env
@@ -304,10 +269,9 @@ func (s *System) withLogs(err error) error {
 	if err == nil {
 		return nil
 	}
-	for h, l := range s.logs {
-		if l != "" {
-			b, _ := os.ReadFile(l)
-			err = fmt.Errorf("%w; rgapsd on host %c: %s", err, 'A'+h, tail(b))
+	for _, d := range s.daemons {
+		if d != nil {
+			err = fmt.Errorf("%w; %s: %s", err, d.Name, d.Tail())
 		}
 	}
 	return err
@@ -322,17 +286,11 @@ func (s *System) Close() error {
 	if err := benche2e.StopAll(kids, 30*time.Second, s.failed); err != nil {
 		errs = append(errs, err)
 	}
-	for h, c := range s.daemons {
-		if c == nil {
-			continue
-		}
-		c.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited[h]:
-		case <-time.After(15 * time.Second):
-			c.Process.Kill()
-			<-s.exited[h]
-			errs = append(errs, fmt.Errorf("rgapsd on host %c did not stop on SIGTERM", 'A'+h))
+	for _, d := range s.daemons {
+		if d != nil {
+			if err := d.Stop(15 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for h := range s.daemons {
