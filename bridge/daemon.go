@@ -39,6 +39,7 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	mode := fs.String("mode", "write-imm", "bridge: signalling: write-imm (RDMA write with immediate) or write-twice (data write, then tail write)")
 	wm := fs.String("watermark", "0", "bridge: head write-back watermark: 0 (every record), 1/8, 1/4, 1/2")
 	busyPoll := fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)")
+	noChunking := fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them")
 	perTopic := fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -56,7 +57,7 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	// The bridge, when configured.
 	var opts *Options
 	if *config != "" || *listen != "" || *peers != "" {
-		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll}
+		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll, NoChunking: *noChunking}
 		if *config != "" {
 			c, err := control.LoadConfig(*config, dom)
 			if err != nil {
