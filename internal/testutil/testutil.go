@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func removeSegments() {
 }
 
 func checkLeaks(fds map[string]string, gor int) error {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(leakGrace)
 	for {
 		var problems []string
 		if n := runtime.NumGoroutine(); n > gor {
@@ -125,7 +126,7 @@ func checkLeaks(fds map[string]string, gor int) error {
 			}
 		}
 		if len(leaked) > 0 {
-			problems = append(problems, fmt.Sprintf("file descriptors left open: %v", leaked))
+			problems = append(problems, fmt.Sprintf("file descriptors left open: %v%s", leaked, socketDetails(leaked)))
 		}
 		var segs []string
 		for _, s := range segments() {
@@ -157,3 +158,38 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// socketDetails finds leaked sockets in /proc/self/net (their addresses
+// say which connection was left open).
+func socketDetails(leaked []string) string {
+	var out []string
+	for _, l := range leaked {
+		i := strings.Index(l, "socket:[")
+		if i < 0 {
+			continue
+		}
+		inode := strings.TrimSuffix(l[i+len("socket:["):], "]")
+		for _, f := range []string{"tcp", "tcp6", "unix"} {
+			b, _ := os.ReadFile("/proc/self/net/" + f)
+			for _, line := range strings.Split(string(b), "\n") {
+				if fields := strings.Fields(line); len(fields) > 9 && slices.Contains(fields, inode) {
+					out = append(out, f+": "+strings.Join(fields, " "))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
+// leakGrace is how long the leak check waits for descriptors and goroutines
+// to go (RGAPS_LEAK_GRACE, e.g. 30s, when hunting for something closed
+// late rather than never).
+var leakGrace = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("RGAPS_LEAK_GRACE")); err == nil {
+		return d
+	}
+	return 5 * time.Second
+}()

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -159,7 +160,9 @@ func (p *Provider) withAddrs(format uint32, src, dst []byte) (*C.struct_fi_info,
 
 // waitConnected waits for FI_CONNECTED on a MSG endpoint's event queue.
 // Must hold c.mu.
-func (c *core) waitConnected(deadline time.Time) error {
+// waitConnected waits for the connection to come up, until deadline or
+// until abort (when not nil) reports true.
+func (c *core) waitConnected(deadline time.Time, abort func() bool) error {
 	var msg [256]C.char
 	for spins := 0; ; spins++ {
 		var info *C.struct_fi_info
@@ -179,6 +182,9 @@ func (c *core) waitConnected(deadline time.Time) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("libfabric %s: no connection within %v: %w", c.p.name, c.p.opts.Timeout, transport.ErrTimeout)
+		}
+		if abort != nil && abort() {
+			return fmt.Errorf("libfabric %s: listener closed while accepting: %w", c.p.name, transport.ErrClosed)
 		}
 		if !c.pause(spins) {
 			return transport.ErrClosed
@@ -206,6 +212,11 @@ type msgListener struct {
 	pep    *C.struct_fid_pep
 	eq     *C.struct_fid_eq
 	closed bool
+
+	// gone is closed, set by Close without the mutex: an accept waiting
+	// for its connection to come up gives up at once (the dialer may be
+	// gone), instead of holding a socket until the provider's timeout.
+	gone atomic.Bool
 }
 
 func (p *Provider) listenMSG(addr string) (*msgListener, error) {
@@ -260,7 +271,7 @@ func (l *msgListener) Accept() (transport.Endpoint, error) {
 		case iserr != 0:
 			l.p.log.Debug("libfabric: listener event error", "err", C.GoString(&msg[0]))
 		case ev == evConnReq && info != nil:
-			e, err := l.p.acceptMSG(info, func() {
+			e, err := l.p.acceptMSG(info, l.gone.Load, func() {
 				l.mu.Lock()
 				if !l.closed {
 					C.fi_reject(l.pep, info.handle, nil, 0)
@@ -283,7 +294,7 @@ func (l *msgListener) Accept() (transport.Endpoint, error) {
 
 // acceptMSG accepts the connection request info; reject turns it down
 // when no endpoint could be made for it.
-func (p *Provider) acceptMSG(info *C.struct_fi_info, reject func()) (*Endpoint, error) {
+func (p *Provider) acceptMSG(info *C.struct_fi_info, abort func() bool, reject func()) (*Endpoint, error) {
 	e, err := p.newEndpoint(info)
 	if err != nil {
 		reject()
@@ -295,7 +306,7 @@ func (p *Provider) acceptMSG(info *C.struct_fi_info, reject func()) (*Endpoint, 
 	if r := C.fi_accept(c.ep, nil, 0); r != 0 {
 		err = fiError("fi_accept", int(-r), "")
 	} else {
-		err = c.waitConnected(time.Now().Add(p.opts.Timeout))
+		err = c.waitConnected(time.Now().Add(p.opts.Timeout), abort)
 	}
 	e.mu.Unlock()
 	if err != nil {
@@ -322,6 +333,7 @@ func (l *msgListener) Close() error {
 		return transport.ErrClosed
 	}
 	l.closed = true
+	l.gone.Store(true)
 	l.destroy()
 	l.mu.Unlock()
 	l.p.forgetListener(l)
@@ -349,7 +361,7 @@ func (p *Provider) dialMSG(addr string) (transport.Endpoint, error) {
 	if r := C.fi_connect(c.ep, csa, nil, 0); r != 0 {
 		err = fiError("fi_connect", int(-r), "")
 	} else {
-		err = c.waitConnected(time.Now().Add(p.opts.Timeout))
+		err = c.waitConnected(time.Now().Add(p.opts.Timeout), nil)
 	}
 	e.mu.Unlock()
 	if err != nil {
