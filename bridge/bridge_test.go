@@ -332,16 +332,14 @@ func TestBestEffortDropsWhenRingFull(t *testing.T) {
 	q := qos.Profile{History: qos.HistoryKeepLast, Depth: 100, Reliability: qos.ReliabilityBestEffort}
 	sub, pub := endpoints(t, a, b, "/be", q)
 	const n = 400
-	start := time.Now()
+	// BEST_EFFORT never blocks: a publish that waited for the bridge would
+	// hang here until the test's timeout.
 	for i := 0; i < n; i++ {
 		msg := make([]byte, 60<<10)
 		binary.LittleEndian.PutUint32(msg, uint32(i))
 		if err := pub.Publish(msg); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Fatalf("best-effort publishing blocked for %v", d)
 	}
 	var got []uint32
 	for {
