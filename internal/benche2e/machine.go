@@ -3,7 +3,6 @@ package benche2e
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -43,7 +42,7 @@ func describe(env *Env) Machine {
 		if v, err := cuda.DriverVersion(); err == nil {
 			m.CUDADriver = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
 		}
-		m.NvidiaDriver = nvidiaDriver()
+		m.NvidiaDriver = benchutil.NvidiaDriver()
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -81,20 +80,4 @@ func gpuName(ordinal int) string {
 		return fmt.Sprintf("device %d: %v", ordinal, err)
 	}
 	return fmt.Sprintf("%d: %s (%s, %d GiB, compute %d.%d)", ordinal, in.Name, in.PCIBusID, in.TotalMem>>30, in.Major, in.Minor)
-}
-
-var driverVersion = regexp.MustCompile(`\b\d{3,}\.\d+(\.\d+)?\b`)
-
-func nvidiaDriver() string {
-	if b, err := os.ReadFile("/sys/module/nvidia/version"); err == nil {
-		if v := strings.TrimSpace(string(b)); v != "" {
-			return v
-		}
-	}
-	if b, err := os.ReadFile("/proc/driver/nvidia/version"); err == nil {
-		if v := driverVersion.FindString(string(b)); v != "" {
-			return v
-		}
-	}
-	return "unknown"
 }

@@ -3,7 +3,6 @@ package benchgpu
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func machineInfo(dev *cuda.Device) Machine {
 		} else {
 			m.GPU = "unknown (" + err.Error() + ")"
 		}
-		m.NvidiaDriver = nvidiaDriver()
+		m.NvidiaDriver = benchutil.NvidiaDriver()
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -66,21 +65,4 @@ func machineInfo(dev *cuda.Device) Machine {
 		m.ShmSize = st.Blocks * uint64(st.Bsize)
 	}
 	return m
-}
-
-var driverVersion = regexp.MustCompile(`\b\d{3,}\.\d+(\.\d+)?\b`)
-
-// nvidiaDriver reads the NVIDIA kernel module's version.
-func nvidiaDriver() string {
-	if b, err := os.ReadFile("/sys/module/nvidia/version"); err == nil {
-		if v := strings.TrimSpace(string(b)); v != "" {
-			return v
-		}
-	}
-	if b, err := os.ReadFile("/proc/driver/nvidia/version"); err == nil {
-		if v := driverVersion.FindString(string(b)); v != "" {
-			return v
-		}
-	}
-	return "unknown"
 }

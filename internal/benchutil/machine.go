@@ -3,6 +3,7 @@ package benchutil
 import (
 	"bufio"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 )
@@ -35,3 +36,21 @@ func KernelRelease() string {
 // GoVersion is the toolchain and platform of this binary: "go1.26.8
 // linux/amd64".
 func GoVersion() string { return runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH }
+
+var driverVersion = regexp.MustCompile(`\b\d{3,}\.\d+(\.\d+)?\b`)
+
+// NvidiaDriver reads the NVIDIA kernel module's version ("unknown" without
+// one).
+func NvidiaDriver() string {
+	if b, err := os.ReadFile("/sys/module/nvidia/version"); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "" {
+			return v
+		}
+	}
+	if b, err := os.ReadFile("/proc/driver/nvidia/version"); err == nil {
+		if v := driverVersion.FindString(string(b)); v != "" {
+			return v
+		}
+	}
+	return "unknown"
+}
