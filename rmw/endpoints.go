@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -161,12 +162,12 @@ func rosoutDepth() uint32 {
 	return 100
 }
 
-// spec describes an endpoint of the node on topic (expanded with ROS's
-// rules) and picks its domain: small pools for ROS's own topics.
+// spec describes an endpoint of the node on topic and picks its domain:
+// small pools for ROS's own topics.
 func (nd *node) spec(topic, typ string, q qos.Profile) (zerocopy.EndpointSpec, *zerocopy.Domain, error) {
-	full, err := names.ExpandTopicName(topic, nd.info.Name, nd.info.Namespace)
+	full, err := checkedName(topic, q.AvoidROSNamespaceConventions)
 	if err != nil {
-		return zerocopy.EndpointSpec{}, nil, fmt.Errorf("%w: %v", zerocopy.ErrInvalid, err)
+		return zerocopy.EndpointSpec{}, nil, err
 	}
 	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: nd.info.FullName(), QoS: q}
 	if smallTopic(full, typ) {
@@ -174,6 +175,20 @@ func (nd *node) spec(topic, typ string, q qos.Profile) (zerocopy.EndpointSpec, *
 		return spec, d, err
 	}
 	return spec, nd.ctx.c.Engine(), nil
+}
+
+// checkedName checks a topic or service name as rcl hands it over: already
+// expanded and remapped, so it must be a fully qualified ROS name (as the
+// DDS-based rmws check it) unless the QoS asks to avoid ROS's namespace
+// conventions, in which case a relative name is taken from the root.
+func checkedName(name string, avoidConventions bool) (string, error) {
+	if avoidConventions && !strings.HasPrefix(name, "/") {
+		name = "/" + name
+	}
+	if err := names.ValidateFullTopicName(name); err != nil {
+		return "", fmt.Errorf("%w: invalid name %q: %v", zerocopy.ErrInvalid, name, err)
+	}
+	return name, nil
 }
 
 func (p *publisher) close() error {
@@ -497,7 +512,7 @@ func rgapsgo_sub_return_loan(h C.uintptr_t, ptr *C.uint8_t) (rc C.int) {
 	delete(s.loans, uintptr(unsafe.Pointer(ptr)))
 	s.mu.Unlock()
 	if smp == nil {
-		return fail(retInvalid, "not a message loaned by this subscription")
+		return fail(retError, "not a message loaned by this subscription")
 	}
 	return report("returning the loaned message", smp.Return())
 }

@@ -1223,7 +1223,8 @@ rmw_wait_set_t *rmw_create_wait_set(rmw_context_t *context, size_t max_condition
 
 rmw_ret_t rmw_destroy_wait_set(rmw_wait_set_t *wait_set)
 {
-	HANDLE(wait_set);
+	ARG(wait_set, RMW_RET_ERROR); /* what test_rmw_implementation expects */
+	IMPL(wait_set, RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	rgaps_ws *d = wait_set->data;
 	if (d == NULL || d->magic != RGAPS_MAGIC_WS)
 		FAIL(RMW_RET_ERROR, "wait set is not valid");
@@ -1541,10 +1542,14 @@ rmw_ret_t rmw_service_response_publisher_get_actual_qos(const rmw_service_t *ser
 
 rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node, const rmw_client_t *client, bool *is_available)
 {
+	/* NULL arguments are RMW_RET_ERROR here, as test_rmw_implementation
+	 * (and every DDS-based rmw) has it */
+	ARG(node, RMW_RET_ERROR);
+	ARG(client, RMW_RET_ERROR);
+	ARG(is_available, RMW_RET_ERROR);
 	NODE(node, nd);
 	(void)nd;
 	CLI(client, d);
-	ARG(is_available, RMW_RET_INVALID_ARGUMENT);
 	return rgapsgo_service_available(d->go, is_available);
 }
 

@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
 )
 
 // A service is a pair of topics (the engine has none): requests on
@@ -55,12 +54,9 @@ func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, res
 		return fail(retError, "node destroyed")
 	}
 	name := C.GoString(service)
-	full, err := names.ExpandTopicName(name, nd.info.Name, nd.info.Namespace)
-	if err == nil {
-		err = names.ValidateFullTopicName(full)
-	}
+	full, err := checkedName(name, bool(reqQoS.avoid_ros_namespace_conventions))
 	if err != nil {
-		return fail(retInvalid, "service name %q: %v", name, err)
+		return fail(retInvalid, "service name: %v", err)
 	}
 	rq, rs := C.GoString(reqType), C.GoString(respType)
 	var p *endpointPair

@@ -487,8 +487,12 @@ const rgaps_ts *rgaps_ts_resolve_service(const rosidl_service_type_support_t *ts
     bs.depth = 0;
     if (req) resp = build(rs, cpp, &bs);
     pthread_mutex_unlock(&cache_mu);
-  } else if (ts->request_typesupport && ts->response_typesupport) {
-    /* no introspection service handle: the message type supports it names */
+  } else if (ts->request_typesupport && ts->response_typesupport && ts->typesupport_identifier &&
+             (strcmp(ts->typesupport_identifier, "rosidl_typesupport_c") == 0 ||
+              strcmp(ts->typesupport_identifier, "rosidl_typesupport_cpp") == 0)) {
+    /* a dispatcher without an introspection service handle: the message
+     * type supports it names (a handle of another identifier is not ours
+     * to interpret, as rmw_create_service's contract says) */
     req = rgaps_ts_resolve(ts->request_typesupport);
     if (req) resp = rgaps_ts_resolve(ts->response_typesupport);
   } else {

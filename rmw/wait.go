@@ -32,11 +32,14 @@ const nEvents = int(C.RMW_EVENT_INVALID)
 type status struct {
 	ep statusEndpoint
 
-	mu       sync.Mutex
-	last     zerocopy.Status
-	pend     [nEvents][2]int // accumulated changes per event type
-	notified [nEvents]bool   // callback told about the pending change
-	cbs      [nEvents]*callback
+	mu   sync.Mutex
+	last zerocopy.Status
+	pend [nEvents][2]int // accumulated changes per event type
+	// events counts the changes of each type since creation (a poll that
+	// finds two new matches counts two); announced is how many of them the
+	// type's callback was told about.
+	events, announced [nEvents]int
+	cbs               [nEvents]*callback
 }
 
 func newStatus(ep statusEndpoint) *status {
@@ -50,6 +53,7 @@ func (st *status) poll() {
 	add := func(t C.rmw_event_type_t, a, b int) {
 		st.pend[t][0] += a
 		st.pend[t][1] += b
+		st.events[t] += max(abs(a), abs(b))
 	}
 	add(C.RMW_EVENT_LIVELINESS_CHANGED, s.AliveChange, s.NotAliveChange)
 	add(C.RMW_EVENT_REQUESTED_DEADLINE_MISSED, s.DeadlineChange, 0)
@@ -59,6 +63,8 @@ func (st *status) poll() {
 	add(C.RMW_EVENT_MESSAGE_LOST, s.LostChange, 0)
 	add(C.RMW_EVENT_SUBSCRIPTION_MATCHED, s.MatchedTotalChg, s.MatchedChange)
 	add(C.RMW_EVENT_PUBLICATION_MATCHED, s.MatchedTotalChg, s.MatchedChange)
+	add(C.RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE, s.IncompatTypeChg, 0)
+	add(C.RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE, s.IncompatTypeChg, 0)
 }
 
 // ready reports whether event type t has changes not taken yet.
@@ -67,6 +73,13 @@ func (st *status) ready(t int) bool {
 	defer st.mu.Unlock()
 	st.poll()
 	return st.pend[t] != [2]int{}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 func (st *status) stop() {
@@ -79,14 +92,15 @@ func (st *status) stop() {
 func eventSupported(pub bool, t int) bool {
 	switch C.rmw_event_type_t(t) {
 	case C.RMW_EVENT_LIVELINESS_LOST, C.RMW_EVENT_OFFERED_DEADLINE_MISSED,
-		C.RMW_EVENT_OFFERED_QOS_INCOMPATIBLE, C.RMW_EVENT_PUBLICATION_MATCHED:
+		C.RMW_EVENT_OFFERED_QOS_INCOMPATIBLE, C.RMW_EVENT_PUBLICATION_MATCHED,
+		C.RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE:
 		return pub
 	case C.RMW_EVENT_LIVELINESS_CHANGED, C.RMW_EVENT_REQUESTED_DEADLINE_MISSED,
 		C.RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE, C.RMW_EVENT_MESSAGE_LOST,
-		C.RMW_EVENT_SUBSCRIPTION_MATCHED:
+		C.RMW_EVENT_SUBSCRIPTION_MATCHED, C.RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE:
 		return !pub
 	}
-	return false // incompatible type events: the engine refuses a type mismatch at creation
+	return false
 }
 
 //export rgapsgo_event_supported
@@ -159,6 +173,10 @@ func rgapsgo_take_event(ev *C.rmw_event_t, info unsafe.Pointer, taken *C.bool) (
 		o := (*C.rmw_matched_status_t)(info)
 		o.total_count, o.total_count_change = C.size_t(s.MatchedTotal), C.size_t(max(p[0], 0))
 		o.current_count, o.current_count_change = C.size_t(s.Matched), clampInt32(p[1])
+	case C.RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE, C.RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE:
+		// Endpoints of the topic with another type (they never match).
+		o := (*C.rmw_incompatible_type_status_t)(info)
+		o.total_count, o.total_count_change = clampInt32(s.IncompatibleType), clampInt32(p[0])
 	case C.RMW_EVENT_LIVELINESS_LOST:
 		// Automatic liveliness: a live process's publishers are never lost.
 		o := (*C.rmw_liveliness_lost_status_t)(info)
@@ -168,7 +186,6 @@ func rgapsgo_take_event(ev *C.rmw_event_t, info unsafe.Pointer, taken *C.bool) (
 		return fail(retUnsupported, "event type %d is not supported", t)
 	}
 	st.pend[t] = [2]int{}
-	st.notified[t] = false
 	*taken = true
 	return retOK
 }
@@ -237,13 +254,16 @@ func (s *subscription) setCallback(cb *callback) {
 	}()
 }
 
-// setCallback installs or removes the callback of event type t: it is
-// called with the number of new changes once per batch not yet taken.
+// setCallback installs or removes the callback of event type t. Changes not
+// taken yet are announced at once; after that every change is announced, as
+// DDS listeners do: two matches make two calls (or one call with 2 when
+// they come together).
 func (st *status) setCallback(t int, cb *callback) {
 	st.mu.Lock()
 	old := st.cbs[t]
 	st.cbs[t] = cb
-	st.notified[t] = false
+	st.poll()
+	st.announced[t] = st.events[t] - max(abs(st.pend[t][0]), abs(st.pend[t][1]))
 	st.mu.Unlock()
 	old.halt()
 	if cb == nil {
@@ -256,17 +276,11 @@ func (st *status) setCallback(t int, cb *callback) {
 			cond := st.ep.StatusCondition()
 			st.mu.Lock()
 			st.poll()
-			n := st.pend[t][0]
-			if n == 0 && st.pend[t][1] != 0 {
-				n = 1
-			}
-			fire := !st.notified[t] && n != 0
-			if fire {
-				st.notified[t] = true
-			}
+			n := st.events[t] - st.announced[t]
+			st.announced[t] = st.events[t]
 			st.mu.Unlock()
-			if fire {
-				cb.call(max(n, 1))
+			if n > 0 {
+				cb.call(n)
 			}
 			select {
 			case <-cb.stop:

@@ -25,8 +25,8 @@ type Domain struct {
 
 	// mu guards topics and the word pool.
 	mu     sync.Mutex
-	topics map[string]*Topic
-	words  []*atomic.Uint32 // free local futex words
+	topics map[string]*Topic // by segment name (one per topic and type)
+	words  []*atomic.Uint32  // free local futex words
 
 	stop chan struct{}
 	done chan struct{}
@@ -82,21 +82,23 @@ func (d *Domain) Close() error {
 	return nil
 }
 
-// acquireTopic opens a topic, creating it with a pool of kind when absent.
+// acquireTopic opens a topic of type typ, creating it with a pool of kind
+// when absent.
 func (d *Domain) acquireTopic(name, typ string, kind PoolKind) (*Topic, error) {
+	seg, err := segName(d.cfg, name, typ)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.topics == nil {
 		return nil, ErrClosed
 	}
-	if t, ok := d.topics[name]; ok && topicState(t.state.Load()) == topicRemoved {
+	if t, ok := d.topics[seg]; ok && topicState(t.state.Load()) == topicRemoved {
 		// Removed by its last user elsewhere: whoever still holds this
 		// mapping keeps it; new users get the segment made after it.
-		delete(d.topics, name)
+		delete(d.topics, seg)
 	} else if ok {
-		if t.typ != typ {
-			return nil, fmt.Errorf("topic %s: %w: it has type %q, not %q", name, ErrTypeMismatch, t.typ, typ)
-		}
 		t.refs++
 		return t, nil
 	}
@@ -105,7 +107,7 @@ func (d *Domain) acquireTopic(name, typ string, kind PoolKind) (*Topic, error) {
 		return nil, err
 	}
 	t.refs = 1
-	d.topics[name] = t
+	d.topics[seg] = t
 	return t, nil
 }
 
@@ -118,8 +120,8 @@ func (d *Domain) releaseTopic(t *Topic) {
 	if t.refs > 0 {
 		return
 	}
-	if d.topics[t.name] == t {
-		delete(d.topics, t.name)
+	if d.topics[t.seg.Name()] == t {
+		delete(d.topics, t.seg.Name())
 	}
 	t.reclaimDead() // endpoints of dead processes must not keep the topic alive
 	t.removeIfUnused()
@@ -183,6 +185,7 @@ func (d *Domain) janitor() {
 	defer close(d.done)
 	tick := time.NewTicker(d.cfg.JanitorPeriod)
 	defer tick.Stop()
+	clashGen := d.graph.gen.Load() - 1
 	for {
 		select {
 		case <-d.stop:
@@ -203,6 +206,7 @@ func (d *Domain) janitor() {
 			d.releaseTopic(t)
 		}
 		d.graph.reclaimDead()
+		clashGen = d.checkTypeClashes(clashGen)
 	}
 }
 

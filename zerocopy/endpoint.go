@@ -69,9 +69,12 @@ type endpoint struct {
 	matchGen uint32
 	peers    map[GID]peerInfo // matched endpoints of the other kind
 	incompat map[GID]bool     // endpoints of the other kind that do not match
-	deadSeen uint32           // topic's dead-peer counter when last read
-	st       Status
-	lastData time.Time // deadline reference: last publish / take
+	// otherTypes: endpoints of the other kind on this topic with another
+	// type (typeClash).
+	otherTypes map[GID]bool
+	deadSeen   uint32 // topic's dead-peer counter when last read
+	st         Status
+	lastData   time.Time // deadline reference: last publish / take
 }
 
 type peerInfo struct {
@@ -89,9 +92,12 @@ type Status struct {
 	DeadlineMissed, DeadlineChange int
 	IncompatibleQoS, IncompatChg   int
 	LastIncompatiblePolicy         qos.Policy
-	AliveCount, AliveChange        int // subscriptions: matched publishers alive
-	NotAliveCount, NotAliveChange  int // subscriptions: publishers lost to process death
-	Lost, LostChange               int // subscriptions: samples lost; publishers: samples dropped
+	// IncompatibleType counts endpoints of the other kind that use the
+	// topic with another message type (they never match).
+	IncompatibleType, IncompatTypeChg int
+	AliveCount, AliveChange           int // subscriptions: matched publishers alive
+	NotAliveCount, NotAliveChange     int // subscriptions: publishers lost to process death
+	Lost, LostChange                  int // subscriptions: samples lost; publishers: samples dropped
 }
 
 func (k Kind) other() Kind {
@@ -419,7 +425,7 @@ func (e *endpoint) TakeStatus() Status {
 	e.st.LostChange += lost - e.st.Lost
 	e.st.Lost = lost
 	s := e.st
-	e.st.MatchedChange, e.st.MatchedTotalChg, e.st.DeadlineChange, e.st.IncompatChg = 0, 0, 0, 0
+	e.st.MatchedChange, e.st.MatchedTotalChg, e.st.DeadlineChange, e.st.IncompatChg, e.st.IncompatTypeChg = 0, 0, 0, 0, 0
 	e.st.AliveChange, e.st.NotAliveChange, e.st.LostChange = 0, 0, 0
 	return s
 }

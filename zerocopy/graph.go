@@ -315,23 +315,44 @@ func (d *Domain) Topics() ([]TopicInfo, error) {
 	return out, nil
 }
 
-// Endpoints lists the live endpoints of a topic on this host (none when the
-// topic does not exist).
+// Endpoints lists the live endpoints of a topic on this host, of every type
+// (none when the topic does not exist).
 func (d *Domain) Endpoints(topic string) ([]EndpointInfo, error) {
-	eps, _, err := d.inspect(topic)
-	if errors.Is(err, shm.ErrNotExist) {
-		return nil, nil
+	segs, err := d.topicSegments(topic)
+	if err != nil {
+		return nil, err
 	}
-	return eps, err
+	var out []EndpointInfo
+	for _, s := range segs {
+		eps, _, err := d.inspectSegment(s, topic)
+		if errors.Is(err, shm.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, eps...)
+	}
+	return out, nil
 }
 
-// inspect reads a topic's endpoints.
-func (d *Domain) inspect(topic string) ([]EndpointInfo, TopicInfo, error) {
-	name, err := segName(d.cfg, topic)
+// topicSegments lists the segments of every type of topic.
+func (d *Domain) topicSegments(topic string) ([]string, error) {
+	prefix, err := segTopicPrefix(d.cfg, topic)
 	if err != nil {
-		return nil, TopicInfo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return d.inspectSegment(name, topic)
+	segs, err := shm.List(prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := segs[:0]
+	for _, s := range segs {
+		if len(s) == len(prefix)+typeTagLen {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // inspectSegment reads the endpoints of the topic in segment name (whose

@@ -99,25 +99,48 @@ type Topic struct {
 }
 
 // endpointLocal is what the janitor needs from a local endpoint.
-type endpointLocal interface{ tick() }
+type endpointLocal interface {
+	tick()
+	typeClash([]EndpointInfo)
+}
 
-// segName maps a topic to its segment name. Names that would pass the
-// 255-byte limit of a file name use a hash of the topic instead (the topic
-// itself is in the header, so listing still shows it).
-func segName(cfg Config, topic string) (string, error) {
+// segName maps a topic and its message type to a segment name:
+// "<prefix>_d<domain>_t<topic with / as .>@<8 hex digits of SHA-256(type)>".
+// Every type of a topic has a segment of its own, so endpoints that disagree
+// on the type never match (as in DDS) and each keeps working. Names that
+// would pass the 255-byte limit of a file name use a hash of the topic
+// instead (the topic itself is in the header, so listing still shows it).
+func segName(cfg Config, topic, typ string) (string, error) {
+	base, err := segTopicPrefix(cfg, topic)
+	if err != nil {
+		return "", err
+	}
+	return base + typeTag(typ), nil
+}
+
+// segTopicPrefix is what the segment names of every type of topic start with.
+func segTopicPrefix(cfg Config, topic string) (string, error) {
 	safe, err := names.ShmSafe(topic)
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s_d%d_t%s", cfg.Prefix, cfg.Domain, safe)
-	if len(name) > shm.MaxNameLen {
+	name := fmt.Sprintf("%s_d%d_t%s@", cfg.Prefix, cfg.Domain, safe)
+	if len(name)+typeTagLen > shm.MaxNameLen {
 		sum := sha256.Sum256([]byte(topic))
-		name = fmt.Sprintf("%s_d%d_t~%x", cfg.Prefix, cfg.Domain, sum[:16])
+		name = fmt.Sprintf("%s_d%d_t~%x@", cfg.Prefix, cfg.Domain, sum[:16])
 	}
 	return name, nil
 }
 
+// segPrefix is what every topic segment name of the domain starts with.
 func segPrefix(cfg Config) string { return fmt.Sprintf("%s_d%d_t", cfg.Prefix, cfg.Domain) }
+
+const typeTagLen = 8
+
+func typeTag(typ string) string {
+	sum := sha256.Sum256([]byte(typ))
+	return fmt.Sprintf("%x", sum[:typeTagLen/2])
+}
 
 // openTopic maps the topic's segment, creating it when absent ("first arrival
 // creates", as the thesis does). A segment that exists with another type,
@@ -129,7 +152,7 @@ func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 	if typ == "" || len(typ) >= nameMax {
 		return nil, fmt.Errorf("%w: type name %q must have 1 to %d bytes", ErrInvalid, typ, nameMax-1)
 	}
-	name, err := segName(d.cfg, topic)
+	name, err := segName(d.cfg, topic, typ)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -153,8 +176,10 @@ func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 		}
 		t.created = created
 		if t.typ != typ {
+			// Only a SHA-256 collision of the type tags, or a hostile
+			// segment, gets here.
 			seg.Close()
-			return nil, fmt.Errorf("topic %s: %w: it has type %q, not %q", topic, ErrTypeMismatch, t.typ, typ)
+			return nil, fmt.Errorf("topic %s: %w: segment %s has type %q, not %q", topic, ErrTypeMismatch, name, t.typ, typ)
 		}
 		if topicState(t.state.Load()) == topicRemoved {
 			// The last user removed it between our open and now: open again.

@@ -208,6 +208,16 @@ static void test_handles(void)
 	CHECK(rmw_create_publisher(&fnode, &Chat_ts, "/api_t", q, &po) == NULL);
 	CHECK(rmw_create_publisher(n, &Chat_ts, "", q, &po) == NULL);
 	CHECK(rmw_create_publisher(n, &Chat_ts, "/bad//name", q, &po) == NULL);
+	/* rcl expands names: a relative one reaching the rmw is refused, unless
+	 * the QoS avoids ROS's namespace conventions */
+	CHECK(rmw_create_publisher(n, &Chat_ts, "api_rel", q, &po) == NULL);
+	CHECK(rgaps_rmw_last_error()[0] != '\0');
+	rmw_qos_profile_t avoid = *q;
+	avoid.avoid_ros_namespace_conventions = true;
+	rmw_publisher_t *rel = rmw_create_publisher(n, &Chat_ts, "api_rel", &avoid, &po);
+	CHECK(rel != NULL && strcmp(rel->topic_name, "api_rel") == 0);
+	if (rel != NULL)
+		CHECK_RC(rmw_destroy_publisher(n, rel), RMW_RET_OK);
 	rosidl_message_type_support_t foreign_ts = Chat_ts;
 	foreign_ts.typesupport_identifier = "rosidl_typesupport_fastrtps_c";
 	CHECK(rmw_create_publisher(n, &foreign_ts, "/api_t", q, &po) == NULL);
@@ -270,7 +280,7 @@ static void test_handles(void)
 	CHECK(rmw_create_subscription(n, &Chat_ts, "/api_t", NULL, &so) == NULL);
 	CHECK(rmw_create_subscription(n, &Chat_ts, "/api_t", q, NULL) == NULL);
 	CHECK(rmw_create_subscription(&fnode, &Chat_ts, "/api_t", q, &so) == NULL);
-	CHECK(rmw_create_subscription(n, &Plain_ts, "/api_t", q, &so) == NULL); /* the topic's type is Chat */
+	CHECK(rmw_create_subscription(n, &Chat_ts, "api_t", q, &so) == NULL);
 	rmw_subscription_t *s = rmw_create_subscription(n, &Chat_ts, "/api_t", q, &so);
 	MUST(s != NULL);
 	CHECK(!s->can_loan_messages);
@@ -317,8 +327,9 @@ static void test_handles(void)
 	CHECK_ERR(rmw_publisher_event_init(&ev, &fp, RMW_EVENT_PUBLICATION_MATCHED),
 		RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	CHECK_ERR(rmw_publisher_event_init(&ev, p, RMW_EVENT_SUBSCRIPTION_MATCHED), RMW_RET_UNSUPPORTED);
-	CHECK_ERR(rmw_subscription_event_init(&ev, s, RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE), RMW_RET_UNSUPPORTED);
-	CHECK(!rmw_event_type_is_supported(RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE));
+	CHECK_ERR(rmw_subscription_event_init(&ev, s, RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE), RMW_RET_UNSUPPORTED);
+	CHECK(rmw_event_type_is_supported(RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE));
+	CHECK(rmw_event_type_is_supported(RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE));
 	CHECK(rmw_event_type_is_supported(RMW_EVENT_PUBLICATION_MATCHED));
 	CHECK_RC(rmw_subscription_event_init(&ev, s, RMW_EVENT_SUBSCRIPTION_MATCHED), RMW_RET_OK);
 	rmw_matched_status_t ms;
@@ -351,7 +362,7 @@ static void test_handles(void)
 	rmw_time_t zero = {0, 0};
 	CHECK_ERR(rmw_wait(NULL, NULL, NULL, NULL, NULL, NULL, &zero), RMW_RET_INVALID_ARGUMENT);
 	CHECK_ERR(rmw_wait(NULL, NULL, NULL, NULL, NULL, &fws, &zero), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
-	CHECK_ERR(rmw_destroy_wait_set(NULL), RMW_RET_INVALID_ARGUMENT);
+	CHECK_ERR(rmw_destroy_wait_set(NULL), RMW_RET_ERROR);
 	CHECK_ERR(rmw_destroy_wait_set(&fws), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	/* An entry that is not ours is refused, not dereferenced blindly. */
 	uint32_t junk[8] = {0};
@@ -368,6 +379,12 @@ static void test_handles(void)
 	CHECK(rmw_create_client(n, &AddTwoInts_ts, "/bad srv", q) == NULL);
 	CHECK(rmw_create_service(NULL, &AddTwoInts_ts, "/api_srv", q) == NULL);
 	CHECK(rmw_create_service(n, &AddTwoInts_ts, "", q) == NULL);
+	CHECK(rmw_create_service(n, &AddTwoInts_ts, "api_srv", q) == NULL);
+	CHECK(rmw_create_client(n, &AddTwoInts_ts, "api_srv", q) == NULL);
+	rosidl_service_type_support_t foreign_srv = AddTwoInts_ts;
+	foreign_srv.typesupport_identifier = "rosidl_typesupport_fastrtps_c";
+	CHECK(rmw_create_service(n, &foreign_srv, "/api_srv", q) == NULL);
+	CHECK(rmw_create_client(n, &foreign_srv, "/api_srv", q) == NULL);
 	rmw_client_t *cl = rmw_create_client(n, &AddTwoInts_ts, "/api_srv", q);
 	MUST(cl != NULL);
 	rmw_service_t *sv = rmw_create_service(n, &AddTwoInts_ts, "/api_srv", q);
@@ -393,7 +410,9 @@ static void test_handles(void)
 	bool avail;
 	CHECK_ERR(rmw_service_server_is_available(n, &fcl, &avail), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	CHECK_ERR(rmw_service_server_is_available(&fnode, cl, &avail), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
-	CHECK_ERR(rmw_service_server_is_available(n, cl, NULL), RMW_RET_INVALID_ARGUMENT);
+	CHECK_ERR(rmw_service_server_is_available(n, cl, NULL), RMW_RET_ERROR);
+	CHECK_ERR(rmw_service_server_is_available(NULL, cl, &avail), RMW_RET_ERROR);
+	CHECK_ERR(rmw_service_server_is_available(n, NULL, &avail), RMW_RET_ERROR);
 	CHECK_ERR(rmw_client_request_publisher_get_actual_qos(&fcl, &aq), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	CHECK_ERR(rmw_service_response_publisher_get_actual_qos(&fsv, &aq), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
 	CHECK_ERR(rmw_get_gid_for_client(&fcl, &g1), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);

@@ -50,7 +50,7 @@ static int peer(void)
 	rmw_node_t *n = rmw_create_node(&ctx, "peer_node", "/peer_ns");
 	MUST(n != NULL);
 	rmw_publisher_t *p = rmw_create_publisher(n, &Chat_ts, "/peer_ns/chatter", &h_qos_default, &po);
-	rmw_service_t *sv = rmw_create_service(n, &AddTwoInts_ts, "add_two_ints", &h_qos_default);
+	rmw_service_t *sv = rmw_create_service(n, &AddTwoInts_ts, "/peer_ns/add_two_ints", &h_qos_default);
 	MUST(p && sv);
 	printf("READY\n");
 	fflush(stdout);

@@ -146,7 +146,7 @@ static void test_loans(void)
 		const Plain *q = tl;
 		CHECK(q->stamp == 1234 && q->x == 2.5 && q->seq == 7);
 		CHECK_RC(rmw_return_loaned_message_from_subscription(s, tl), RMW_RET_OK);
-		CHECK_ERR(rmw_return_loaned_message_from_subscription(s, tl), RMW_RET_INVALID_ARGUMENT);
+		CHECK_ERR(rmw_return_loaned_message_from_subscription(s, tl), RMW_RET_ERROR);
 	}
 
 	/* a loan returned unpublished is not delivered */
@@ -587,8 +587,8 @@ static void test_callbacks(void)
 
 static void test_service_local(void)
 {
-	rmw_service_t *sv = rmw_create_service(node, &AddTwoInts_ts, "add", &h_qos_default);
-	rmw_client_t *c1 = rmw_create_client(node, &AddTwoInts_ts, "add", &h_qos_default);
+	rmw_service_t *sv = rmw_create_service(node, &AddTwoInts_ts, "/add", &h_qos_default);
+	rmw_client_t *c1 = rmw_create_client(node, &AddTwoInts_ts, "/add", &h_qos_default);
 	rmw_client_t *c2 = rmw_create_client(node, &AddTwoInts_ts, "/add", &h_qos_default);
 	MUST(sv && c1 && c2);
 	bool avail = false;
@@ -657,6 +657,58 @@ static void test_service_local(void)
 	h_pass("service_in_process");
 }
 
+/* A second type on an existing topic (issue 15): the endpoint is created and
+ * never matched, both sides get incompatible-type events, the graph lists
+ * both types, and each type's messages reach only its own subscribers. */
+static void test_type_clash(void)
+{
+	rmw_publisher_t *p = rmw_create_publisher(node, &Plain_ts, "/clash", &h_qos_default, &po);
+	MUST(p != NULL);
+	rmw_subscription_t *s = rmw_create_subscription(node, &String_ts, "/clash", &h_qos_default, &so);
+	MUST(s != NULL);
+	rmw_event_t pe, se;
+	memset(&pe, 0, sizeof pe);
+	memset(&se, 0, sizeof se);
+	CHECK_RC(rmw_publisher_event_init(&pe, p, RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE), RMW_RET_OK);
+	CHECK_RC(rmw_subscription_event_init(&se, s, RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE), RMW_RET_OK);
+	rmw_incompatible_type_status_t st;
+	bool taken = false;
+	CHECK(H_EVENTUALLY(rmw_take_event(&pe, &st, &taken) == RMW_RET_OK && taken && st.total_count == 1, 5000));
+	CHECK(st.total_count_change == 1);
+	CHECK(H_EVENTUALLY(rmw_take_event(&se, &st, &taken) == RMW_RET_OK && taken && st.total_count == 1, 5000));
+	size_t n = 9;
+	CHECK_RC(rmw_publisher_count_matched_subscriptions(p, &n), RMW_RET_OK);
+	CHECK(n == 0);
+	CHECK_RC(rmw_subscription_count_matched_publishers(s, &n), RMW_RET_OK);
+	CHECK(n == 0);
+	CHECK_RC(rmw_count_publishers(node, "/clash", &n), RMW_RET_OK);
+	CHECK(n == 1);
+	CHECK_RC(rmw_count_subscribers(node, "/clash", &n), RMW_RET_OK);
+	CHECK(n == 1);
+
+	/* the graph reports the topic with both types */
+	rmw_names_and_types_t nt;
+	memset(&nt, 0, sizeof nt);
+	rcutils_allocator_t a = h_allocator();
+	CHECK_RC(rmw_get_topic_names_and_types(node, &a, false, &nt), RMW_RET_OK);
+	int i = h_index_of(&nt.names, "/clash");
+	CHECK(i >= 0 && h_has_string(&nt.types[i], "rgaps_test/msg/Plain") && h_has_string(&nt.types[i], "std_msgs/msg/String"));
+	h_names_and_types_fini(&nt);
+
+	/* each type's traffic is its own */
+	Plain out = {.stamp = 1, .x = 2.5, .seq = 7};
+	CHECK_RC(rmw_publish(p, &out, NULL), RMW_RET_OK);
+	String in;
+	String_init(&in, 0);
+	taken = true;
+	CHECK_RC(rmw_take(s, &in, &taken, NULL), RMW_RET_OK);
+	CHECK(!taken);
+	String_fini(&in);
+	CHECK_RC(rmw_destroy_subscription(node, s), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(node, p), RMW_RET_OK);
+	h_pass("type_clash");
+}
+
 int main(void)
 {
 	h_init(&ctx, &opts, h_allocator());
@@ -671,6 +723,7 @@ int main(void)
 	test_events();
 	test_callbacks();
 	test_service_local();
+	test_type_clash();
 	CHECK_RC(rmw_destroy_wait_set(ws), RMW_RET_OK);
 	CHECK_RC(rmw_destroy_node(node), RMW_RET_OK);
 	h_fini(&ctx, &opts);
