@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"errors"
-
 )
 
 // A service is a pair of topics (the engine has none): requests on
