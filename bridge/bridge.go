@@ -321,7 +321,12 @@ func (b *Bridge) refreshLocal() {
 	for _, n := range b.dom.Nodes() {
 		g.Nodes = append(g.Nodes, graphNode{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
 	}
+	seen := map[string]bool{}
 	for _, ti := range topics {
+		if seen[ti.Name] {
+			continue // Endpoints lists every type of the topic at once
+		}
+		seen[ti.Name] = true
 		eps, err := b.dom.Endpoints(ti.Name)
 		if err != nil {
 			continue
@@ -331,7 +336,7 @@ func (b *Bridge) refreshLocal() {
 				continue
 			}
 			dev := ep.Path == "gpu-pool" || ep.Path == "host-shm-mapped"
-			g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, Kind: ep.Kind.String(),
+			g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
 				Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
 			if ep.Kind == zerocopy.KindSubscription {
 				in, ok := interest[ep.Topic]

@@ -467,12 +467,34 @@ func TestPerTopicRingsAndShm(t *testing.T) {
 // (what `rgaps topic info` and the rmw library read) returns it.
 func TestRemoteGraph(t *testing.T) {
 	a, b := pair(t, "tcp", nil)
+	testutil.Eventually(t, 10*time.Second, "the peers are up", func() bool {
+		st, err := QueryStatus(b.Domain().Config())
+		return err == nil && len(st.Peers) == 1 && st.Peers[0].Up
+	})
+	// A change on host a alone wakes host b's graph conditions (what the
+	// rmw's graph guard condition waits on), through b's daemon.
+	gc := b.Domain().NewGraphCondition()
+	waitGraph := func(what string) {
+		t.Helper()
+		ready := []bool{false}
+		deadline := time.Now().Add(10 * time.Second)
+		for !gc.Ready() && time.Now().Before(deadline) {
+			zerocopy.Wait([]zerocopy.Waitable{gc}, ready, time.Second, 0)
+		}
+		if !gc.Ready() {
+			t.Fatalf("host b's graph condition did not wake when %s on host a", what)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the first graph exchange settle
+	gc.Reset()
 	nh, err := a.Domain().RegisterNode("camera", "/robot", "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nh.Close()
-	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/robot/image", Type: "sensor_msgs/msg/Image", Node: "/robot/camera", QoS: reliable()})
+	waitGraph("a node appeared")
+	hash := zerocopy.TypeHash{1, 0xab, 0xcd}
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/robot/image", Type: "sensor_msgs/msg/Image", TypeHash: hash, Node: "/robot/camera", QoS: reliable()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +508,8 @@ func TestRemoteGraph(t *testing.T) {
 		p := st.Peers[0]
 		node := slices.ContainsFunc(p.Nodes, func(n RemoteNode) bool { return n.Name == "camera" && n.Namespace == "/robot" })
 		ep := slices.ContainsFunc(p.Endpoints, func(e RemoteEndpoint) bool {
-			return e.Topic == "/robot/image" && e.Kind == "publisher" && e.GID == pub.GID().String() && e.Path == "tcp" && e.LocalPath == "host-shm"
+			return e.Topic == "/robot/image" && e.Kind == "publisher" && e.GID == pub.GID().String() && e.Path == "tcp" && e.LocalPath == "host-shm" &&
+				e.TypeHash == hash.String()
 		})
 		return p.Host == "host-a" && p.Up && node && ep
 	})

@@ -52,7 +52,7 @@ func (b *Bridge) Status() Status {
 		}
 		for _, ep := range p.graph.Endpoints {
 			q, _ := qos.Decode(ep.QoS)
-			ps.Endpoints = append(ps.Endpoints, RemoteEndpoint{Host: p.host, Topic: ep.Topic, Type: ep.Type, Kind: ep.Kind,
+			ps.Endpoints = append(ps.Endpoints, RemoteEndpoint{Host: p.host, Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash, Kind: ep.Kind,
 				Node: ep.Node, GID: ep.GID, QoS: q, Path: st.Provider, LocalPath: ep.Path})
 		}
 		for _, l := range p.writers {

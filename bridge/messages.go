@@ -59,13 +59,14 @@ type graphNode struct {
 }
 
 type graphEndpoint struct {
-	Topic string `json:"topic"`
-	Type  string `json:"type"`
-	Kind  string `json:"kind"` // "publisher" or "subscription"
-	Node  string `json:"node"`
-	GID   string `json:"gid"`
-	QoS   []byte `json:"qos"` // qos.Encode, 48 bytes
-	Path  string `json:"path"`
+	Topic    string `json:"topic"`
+	Type     string `json:"type"`
+	TypeHash string `json:"type_hash,omitempty"` // zerocopy.TypeHash text form (RIHS01_…)
+	Kind     string `json:"kind"`                // "publisher" or "subscription"
+	Node     string `json:"node"`
+	GID      string `json:"gid"`
+	QoS      []byte `json:"qos"` // qos.Encode, 48 bytes
+	Path     string `json:"path"`
 }
 
 type graphMsg struct {

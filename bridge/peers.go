@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
@@ -249,10 +250,17 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 			}
 		}
 		b.mu.Lock()
+		changed := false
 		if p := b.peers[host]; p != nil {
+			changed = !reflect.DeepEqual(p.graph, g)
 			p.graph = g
 		}
 		b.mu.Unlock()
+		if changed {
+			// Local graph guard conditions wake up and re-read the graph
+			// (wait_for_service, wait_for_matched across hosts).
+			b.dom.NotifyGraphChanged()
+		}
 	case msgRingOffer:
 		var o ringOffer
 		if err := control.Decode(payload, &o); err != nil {
@@ -361,5 +369,6 @@ func (b *Bridge) expirePeers() {
 	}
 	if changed {
 		b.adjustWritersLocked()
+		b.dom.NotifyGraphChanged()
 	}
 }

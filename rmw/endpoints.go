@@ -123,12 +123,12 @@ type publisher struct {
 
 // newPublisher creates a publisher of typ on topic; q is read and then
 // overwritten with the actual QoS.
-func newPublisher(nd *node, topic, typ string, q *C.rmw_qos_profile_t) (*publisher, error) {
+func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t) (*publisher, error) {
 	p := qosFromC(q)
 	if err := checkQoS(p); err != nil {
 		return nil, err
 	}
-	spec, d, err := nd.spec(topic, typ, p)
+	spec, d, err := nd.spec(topic, typ, hash, p)
 	if err != nil {
 		return nil, err
 	}
@@ -164,12 +164,12 @@ func rosoutDepth() uint32 {
 
 // spec describes an endpoint of the node on topic and picks its domain:
 // small pools for ROS's own topics.
-func (nd *node) spec(topic, typ string, q qos.Profile) (zerocopy.EndpointSpec, *zerocopy.Domain, error) {
+func (nd *node) spec(topic, typ string, hash zerocopy.TypeHash, q qos.Profile) (zerocopy.EndpointSpec, *zerocopy.Domain, error) {
 	full, err := checkedName(topic, q.AvoidROSNamespaceConventions)
 	if err != nil {
 		return zerocopy.EndpointSpec{}, nil, err
 	}
-	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, Node: nd.info.FullName(), QoS: q}
+	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, TypeHash: hash, Node: nd.info.FullName(), QoS: q}
 	if smallTopic(full, typ) {
 		d, err := nd.ctx.smallDomain()
 		return spec, d, err
@@ -191,6 +191,14 @@ func checkedName(name string, avoidConventions bool) (string, error) {
 	return name, nil
 }
 
+// typeHash reads the RGAPS_TYPE_HASH_SIZE bytes C filled in from the type
+// support.
+func typeHash(p *C.uint8_t) zerocopy.TypeHash {
+	var h zerocopy.TypeHash
+	copy(h[:], unsafe.Slice((*byte)(unsafe.Pointer(p)), len(h)))
+	return h
+}
+
 func (p *publisher) close() error {
 	p.nd.untrack(p)
 	p.st.stop()
@@ -205,13 +213,13 @@ func (p *publisher) close() error {
 }
 
 //export rgapsgo_pub_create
-func rgapsgo_pub_create(nodeh C.uintptr_t, topic, typ *C.char, q *C.rmw_qos_profile_t, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_pub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	nd := get[*node](nodeh)
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	p, err := newPublisher(nd, C.GoString(topic), C.GoString(typ), q)
+	p, err := newPublisher(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q)
 	if err != nil {
 		return report("creating the publisher", err)
 	}
@@ -338,12 +346,12 @@ type subscription struct {
 	takeEvent chan struct{} // nudges the callback goroutine after a take
 }
 
-func newSubscription(nd *node, topic, typ string, q *C.rmw_qos_profile_t, ignoreLocal bool) (*subscription, error) {
+func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t, ignoreLocal bool) (*subscription, error) {
 	p := qosFromC(q)
 	if err := checkQoS(p); err != nil {
 		return nil, err
 	}
-	spec, d, err := nd.spec(topic, typ, p)
+	spec, d, err := nd.spec(topic, typ, hash, p)
 	if err != nil {
 		return nil, err
 	}
@@ -377,13 +385,13 @@ func (s *subscription) close() error {
 }
 
 //export rgapsgo_sub_create
-func rgapsgo_sub_create(nodeh C.uintptr_t, topic, typ *C.char, q *C.rmw_qos_profile_t, ignoreLocal C.int, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_sub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, ignoreLocal C.int, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	nd := get[*node](nodeh)
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	s, err := newSubscription(nd, C.GoString(topic), C.GoString(typ), q, ignoreLocal != 0)
+	s, err := newSubscription(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q, ignoreLocal != 0)
 	if err != nil {
 		return report("creating the subscription", err)
 	}

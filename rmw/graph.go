@@ -285,6 +285,10 @@ func rgapsgo_endpoints_info(h C.uintptr_t, a *C.rcutils_allocator_t, topic *C.ch
 			in.endpoint_type = C.RMW_ENDPOINT_SUBSCRIPTION
 		}
 		putGID(ep.GID, &in.endpoint_gid[0])
+		in.topic_type_hash.version = C.uint8_t(ep.TypeHash[0])
+		for j := range 32 {
+			in.topic_type_hash.value[j] = C.uint8_t(ep.TypeHash[1+j])
+		}
 		qosToC(ep.QoS, &in.qos_profile)
 	}
 	out.size = C.size_t(len(sel))

@@ -30,6 +30,7 @@ func remote(c *rgaps.Context) (nodes []zerocopy.NodeInfo, eps []zerocopy.Endpoin
 				ep.Kind = zerocopy.KindPublisher
 			}
 			hex.Decode(ep.GID[:], []byte(e.GID))
+			ep.TypeHash, _ = zerocopy.ParseTypeHash(e.TypeHash) // unknown when malformed
 			eps = append(eps, ep)
 		}
 	}
@@ -50,7 +51,7 @@ func graphTopics(c *rgaps.Context) ([]zerocopy.TopicInfo, error) {
 	}
 	_, eps := remote(c)
 	for _, e := range eps {
-		if !slices.ContainsFunc(topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic }) {
+		if !slices.ContainsFunc(topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic && t.Type == e.Type }) {
 			topics = append(topics, zerocopy.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
 		}
 	}

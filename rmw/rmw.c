@@ -86,6 +86,20 @@ static rmw_ret_t ts_ret(int r)
 	return RMW_RET_ERROR;
 }
 
+/* The type hash a type support reports (RIHS01 in Jazzy), or all zeros
+ * (version 0: unknown) when it reports none. Graph queries report it. */
+static void msg_type_hash(const rosidl_message_type_support_t *ts, uint8_t out[RGAPS_TYPE_HASH_SIZE])
+{
+	memset(out, 0, RGAPS_TYPE_HASH_SIZE);
+	const rosidl_type_hash_t *h = NULL;
+	if (ts != NULL && ts->get_type_hash_func != NULL)
+		h = ts->get_type_hash_func(ts);
+	if (h != NULL) {
+		out[0] = h->version;
+		memcpy(out + 1, h->value, sizeof h->value);
+	}
+}
+
 /* ---- allocation ----------------------------------------------------------------- */
 
 int rgaps_allocator_valid(const rcutils_allocator_t *a)
@@ -529,7 +543,9 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 	}
 	d->ts = ts;
 	d->qos = *qos_profile;
-	if (rgapsgo_pub_create(nd->go, topic, type, &d->qos, d->gid, &d->go) != RMW_RET_OK)
+	uint8_t hash[RGAPS_TYPE_HASH_SIZE];
+	msg_type_hash(type_support, hash);
+	if (rgapsgo_pub_create(nd->go, topic, type, hash, &d->qos, d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_PUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();
@@ -777,7 +793,9 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	}
 	d->ts = ts;
 	d->qos = *qos_policies;
-	if (rgapsgo_sub_create(nd->go, topic, type, &d->qos, subscription_options->ignore_local_publications,
+	uint8_t hash[RGAPS_TYPE_HASH_SIZE];
+	msg_type_hash(type_support, hash);
+	if (rgapsgo_sub_create(nd->go, topic, type, hash, &d->qos, subscription_options->ignore_local_publications,
 		    d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_SUB;
@@ -1333,7 +1351,10 @@ rmw_client_t *rmw_create_client(const rmw_node_t *node, const rosidl_service_typ
 	d->resp = resp;
 	d->req_qos = *qos_policies;
 	d->resp_qos = *qos_policies;
-	if (rgapsgo_service_pair(nd->go, 1, name, reqname, respname, &d->req_qos, &d->resp_qos, d->gid, &d->go, &d->pub,
+	uint8_t hashes[2][RGAPS_TYPE_HASH_SIZE];
+	msg_type_hash(type_support->request_typesupport, hashes[0]);
+	msg_type_hash(type_support->response_typesupport, hashes[1]);
+	if (rgapsgo_service_pair(nd->go, 1, name, reqname, respname, hashes[0], hashes[1], &d->req_qos, &d->resp_qos, d->gid, &d->go, &d->pub,
 		    &d->sub) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_CLI;
@@ -1474,7 +1495,10 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node, const rosidl_service_t
 	d->resp = resp;
 	d->req_qos = *qos_profile;
 	d->resp_qos = *qos_profile;
-	if (rgapsgo_service_pair(nd->go, 0, name, reqname, respname, &d->req_qos, &d->resp_qos, gid, &d->go, &d->pub,
+	uint8_t hashes[2][RGAPS_TYPE_HASH_SIZE];
+	msg_type_hash(type_support->request_typesupport, hashes[0]);
+	msg_type_hash(type_support->response_typesupport, hashes[1]);
+	if (rgapsgo_service_pair(nd->go, 0, name, reqname, respname, hashes[0], hashes[1], &d->req_qos, &d->resp_qos, gid, &d->go, &d->pub,
 		    &d->sub) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_SRV;

@@ -48,6 +48,9 @@
 #define RGAPS_SRV_PREFIX 28u
 #define RGAPS_CDR_HEADER 4u
 
+/* A type hash as the engine stores it: version byte, 32 bytes of value. */
+#define RGAPS_TYPE_HASH_SIZE 33
+
 /* rmw_context_t.impl */
 struct rmw_context_impl_s {
 	uint32_t magic;

@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"errors"
+
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 // A service is a pair of topics (the engine has none): requests on
@@ -27,12 +29,12 @@ func (e *endpointPair) close() error {
 }
 
 func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic string, pubType, subType string,
-	pubQoS, subQoS *C.rmw_qos_profile_t) (*endpointPair, error) {
-	pub, err := newPublisher(nd, pubTopic, pubType, pubQoS)
+	pubHash, subHash zerocopy.TypeHash, pubQoS, subQoS *C.rmw_qos_profile_t) (*endpointPair, error) {
+	pub, err := newPublisher(nd, pubTopic, pubType, pubHash, pubQoS)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := newSubscription(nd, subTopic, subType, subQoS, false)
+	sub, err := newSubscription(nd, subTopic, subType, subHash, subQoS, false)
 	if err != nil {
 		pub.close()
 		return nil, err
@@ -45,7 +47,7 @@ func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic str
 // back as the actual QoS of the request and response endpoints.
 //
 //export rgapsgo_service_pair
-func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, respType *C.char,
+func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, respType *C.char, reqHash, respHash *C.uint8_t,
 	reqQoS, respQoS *C.rmw_qos_profile_t, gid *C.uint8_t, out, pub, sub *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	nd := get[*node](nodeh)
@@ -60,9 +62,9 @@ func rgapsgo_service_pair(nodeh C.uintptr_t, client C.int, service, reqType, res
 	rq, rs := C.GoString(reqType), C.GoString(respType)
 	var p *endpointPair
 	if client != 0 {
-		p, err = newPair(nd, full, rq, rs, reqPrefix+full, respPrefix+full, rq, rs, reqQoS, respQoS)
+		p, err = newPair(nd, full, rq, rs, reqPrefix+full, respPrefix+full, rq, rs, typeHash(reqHash), typeHash(respHash), reqQoS, respQoS)
 	} else {
-		p, err = newPair(nd, full, rq, rs, respPrefix+full, reqPrefix+full, rs, rq, respQoS, reqQoS)
+		p, err = newPair(nd, full, rq, rs, respPrefix+full, reqPrefix+full, rs, rq, typeHash(respHash), typeHash(reqHash), respQoS, reqQoS)
 	}
 	if err != nil {
 		return report("creating the service endpoints", err)

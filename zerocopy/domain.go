@@ -175,6 +175,12 @@ func (d *Domain) putWord(w *atomic.Uint32) {
 
 func (d *Domain) graphChanged() { d.graph.changed() }
 
+// NotifyGraphChanged wakes every graph condition of the domain on this
+// host (and the rmw's graph guard conditions) as a local node or endpoint
+// change would. The bridge daemon calls it when another host's graph
+// changes, so that waits for matches and services across hosts wake up.
+func (d *Domain) NotifyGraphChanged() { d.graph.changed() }
+
 // GraphWord is a futex word that changes whenever a node or endpoint of the
 // domain appears or goes (the rmw graph guard condition waits on it).
 func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.gen }

@@ -36,8 +36,11 @@ func NewGID() GID { return newGID() }
 type EndpointSpec struct {
 	Topic string // fully qualified ROS topic name, e.g. "/camera/image"
 	Type  string // message type, e.g. "sensor_msgs/msg/Image"
-	Node  string // fully qualified name of the owning node, for the graph
-	QoS   qos.Profile
+	// TypeHash is the type's definition hash as ROS 2 reports it (zero:
+	// unknown); graph queries show it.
+	TypeHash TypeHash
+	Node     string // fully qualified name of the owning node, for the graph
+	QoS      qos.Profile
 	// Memory is the form the endpoint uses; a topic created by a MemoryGPU
 	// endpoint gets a GPU pool.
 	Memory Memory
@@ -46,6 +49,37 @@ type EndpointSpec struct {
 	// loops between hosts), and graph queries flag them (EndpointInfo.Bridge)
 	// so that tools can show the remote endpoints they stand for instead.
 	Bridge bool
+}
+
+// TypeHash identifies a message type's definition: a version byte (0 means
+// unknown) and 32 bytes, as ROS 2's RIHS01 type hashes are.
+type TypeHash [33]byte
+
+// String is the ROS 2 text form ("RIHS01_" and 64 hex digits), or "" when
+// unknown.
+func (h TypeHash) String() string {
+	if h[0] == 0 {
+		return ""
+	}
+	return fmt.Sprintf("RIHS%02d_%x", h[0], h[1:])
+}
+
+// ParseTypeHash reads the text form String writes ("" gives the zero hash).
+func ParseTypeHash(s string) (TypeHash, error) {
+	var h TypeHash
+	if s == "" {
+		return h, nil
+	}
+	var v uint8
+	var hexv string
+	if n, err := fmt.Sscanf(s, "RIHS%02d_%64s", &v, &hexv); n != 2 || err != nil || v == 0 || len(hexv) != 64 {
+		return h, fmt.Errorf("%w: type hash %q is not RIHSnn_ and 64 hex digits", ErrInvalid, s)
+	}
+	if _, err := hex.Decode(h[1:], []byte(hexv)); err != nil {
+		return h, fmt.Errorf("%w: type hash %q: %v", ErrInvalid, s, err)
+	}
+	h[0] = v
+	return h, nil
 }
 
 // endpoint is what publishers and subscriptions share.
@@ -203,6 +237,7 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	copy(t.seg.Bytes(so+eGID, 16), e.gid[:])
 	q.Encode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
 	copy(t.seg.Bytes(so+eNode, nameMax-1), spec.Node)
+	copy(t.seg.Bytes(so+eHash, uint64(len(spec.TypeHash))), spec.TypeHash[:])
 	t.u32(so + eCap).Store(capacity)
 	flags := flagWantsHost
 	if spec.Memory == MemoryGPU {

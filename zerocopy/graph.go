@@ -258,14 +258,15 @@ func (d *Domain) Nodes() []NodeInfo {
 
 // EndpointInfo describes a publisher or subscription in the graph.
 type EndpointInfo struct {
-	Topic string
-	Type  string
-	Kind  Kind
-	Node  string // fully qualified node name
-	GID   GID
-	QoS   qos.Profile
-	Path  string // the data path in use: host-shm, gpu-pool, ...
-	Pid   uint32
+	Topic    string
+	Type     string
+	TypeHash TypeHash
+	Kind     Kind
+	Node     string // fully qualified node name
+	GID      GID
+	QoS      qos.Profile
+	Path     string // the data path in use: host-shm, gpu-pool, ...
+	Pid      uint32
 	// Bridge marks the bridge daemon's endpoint (EndpointSpec.Bridge): it
 	// stands for endpoints on other hosts, which the daemon reports.
 	Bridge bool
@@ -390,6 +391,7 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
 			Path: endpointPath(t.lay.poolKind, fl), Bridge: fl&flagBridge != 0}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
+		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
 		if ep.Bridge {
 			ti.Bridged++
 		} else if ep.Kind == KindPublisher {

@@ -43,13 +43,14 @@ type RemoteNode struct {
 // RemoteEndpoint is a publisher or subscription on another host, with the
 // path its data takes to or from this host.
 type RemoteEndpoint struct {
-	Host  string      `json:"host"`
-	Topic string      `json:"topic"`
-	Type  string      `json:"type"`
-	Kind  string      `json:"kind"`
-	Node  string      `json:"node"`
-	GID   string      `json:"gid"`
-	QoS   qos.Profile `json:"qos"`
+	Host     string      `json:"host"`
+	Topic    string      `json:"topic"`
+	Type     string      `json:"type"`
+	TypeHash string      `json:"type_hash,omitempty"` // RIHS01_…; "" when unknown
+	Kind     string      `json:"kind"`
+	Node     string      `json:"node"`
+	GID      string      `json:"gid"`
+	QoS      qos.Profile `json:"qos"`
 	// Path is the data path between the hosts (the bridge's provider:
 	// fabric:tcp, fabric:shm, fabric:verbs, tcp); LocalPath the path on
 	// the remote host itself (host-shm, gpu-pool, …).

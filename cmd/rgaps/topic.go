@@ -828,7 +828,8 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 		}
 		var gid zerocopy.GID
 		hex.Decode(gid[:], []byte(e.GID))
-		rows = append(rows, row{EndpointInfo: rgaps.EndpointInfo{Topic: e.Topic, Type: e.Type, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
+		hash, _ := zerocopy.ParseTypeHash(e.TypeHash) // unknown when malformed
+		rows = append(rows, row{EndpointInfo: rgaps.EndpointInfo{Topic: e.Topic, Type: e.Type, TypeHash: hash, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
 			host: e.Host, localPath: e.LocalPath})
 	}
 	// Count from the endpoint list, which is read after the topic list:
@@ -870,7 +871,11 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 			if ns != "/" {
 				ns = strings.TrimSuffix(ns, "/")
 			}
-			fmt.Fprintf(bw, "\nNode name: %s\nNode namespace: %s\nTopic type: %s\n", name, ns, e.Type)
+			hash := e.TypeHash.String()
+			if hash == "" {
+				hash = "INVALID" // as ros2 topic info prints an unknown hash
+			}
+			fmt.Fprintf(bw, "\nNode name: %s\nNode namespace: %s\nTopic type: %s\nTopic type hash: %s\n", name, ns, e.Type, hash)
 			fmt.Fprintf(bw, "Endpoint type: %s\nGID: %s\nQoS profile: %s\n", strings.ToUpper(e.Kind.String()), e.GID, e.QoS)
 			if e.host == "" {
 				fmt.Fprintf(bw, "Process: %d\nData path: %s\n", e.Pid, e.Path)

@@ -286,12 +286,21 @@ static const rosidl_message_type_support_t *h_handle(const rosidl_message_type_s
 	return strcmp(id, ts->typesupport_identifier) == 0 ? ts : NULL;
 }
 
+/* Every harness type reports a type hash, as Jazzy's generated type supports
+ * do: version 1 and the type's name, NUL padded, as its 32 bytes (what rmw
+ * must hand back unchanged in the graph). */
 #define H_TYPE(NS, T)                                                                                  \
 	static const rosidl_typesupport_introspection_c__MessageMembers T##_mm = {                   \
 		NS, #T, sizeof T##_members / sizeof T##_members[0], sizeof(T), false, T##_members,    \
 		T##_init, T##_fini};                                                                  \
+	static const rosidl_type_hash_t T##_hash = {1, #T};                                          \
+	static const void *T##_get_hash(const rosidl_message_type_support_t *ts)                     \
+	{                                                                                             \
+		(void)ts;                                                                             \
+		return &T##_hash;                                                                     \
+	}                                                                                             \
 	static const rosidl_message_type_support_t T##_ts = {"rosidl_typesupport_introspection_c", \
-		&T##_mm, h_handle, NULL, NULL, NULL};
+		&T##_mm, h_handle, T##_get_hash, NULL, NULL};
 
 /* rgaps_test/msg/Chat: int32 id, string text, uint8[] data (not plain). */
 typedef struct Chat {

@@ -149,6 +149,9 @@ static int observer(void)
 	CHECK_RC(rmw_get_publishers_info_by_topic(n, &a, "/peer_ns/chatter", false, &eia), RMW_RET_OK);
 	CHECK(eia.size == 1 && strcmp(eia.info_array[0].node_name, "peer_node") == 0 &&
 	      strcmp(eia.info_array[0].node_namespace, "/peer_ns") == 0);
+	/* the type hash of the peer's type support, read from shared memory */
+	CHECK(eia.size == 1 && eia.info_array[0].topic_type_hash.version == 1 &&
+	      memcmp(eia.info_array[0].topic_type_hash.value, Chat_hash.value, 32) == 0);
 	h_endpoint_info_fini(&eia, &a);
 	rmw_names_and_types_t nt;
 	memset(&nt, 0, sizeof nt);
