@@ -432,11 +432,33 @@ func (s *subscription) take(min int) (*zerocopy.Sample, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(smp.Bytes()) < min || (s.ignoreLocal && s.nd.ctx.local(smp.Info().Publisher)) {
+		if len(smp.Bytes()) < min {
+			smp.Return()
+			s.malformed(fmt.Sprintf("%d bytes, shorter than the %d-byte prefix of this topic's payloads", len(smp.Bytes()), min))
+			continue
+		}
+		if s.ignoreLocal && s.nd.ctx.local(smp.Info().Publisher) {
 			smp.Return()
 			continue
 		}
 		return smp, nil
+	}
+}
+
+// malformed counts a message dropped because it does not decode (in shared
+// memory, where `rgaps topic info` reads it) and logs the first one.
+func (s *subscription) malformed(why string) {
+	if n := s.s.DropMalformed(); n == 1 {
+		fmt.Fprintf(os.Stderr, "rmw_rgaps: %s: dropped a malformed message (%s); further ones are counted (rgaps topic info -v) and not logged\n",
+			s.s.Topic().Name(), why)
+	}
+}
+
+//export rgapsgo_sub_malformed
+func rgapsgo_sub_malformed(h C.uintptr_t, why *C.char) {
+	defer recoverTo(new(C.int))
+	if s := get[*subscription](h); s != nil {
+		s.malformed(C.GoString(why))
 	}
 }
 

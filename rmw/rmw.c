@@ -830,26 +830,43 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *subscri
 	return rc;
 }
 
+/* A message that does not decode (a buggy or hostile publisher) is dropped,
+ * counted and logged once per subscription, and the take goes on with the
+ * next one: a failed take would stop an rclcpp executor (it throws), so one
+ * bad publisher could stop every subscriber node. */
+static void dropped_malformed(uintptr_t sub)
+{
+	char why[256];
+	snprintf(why, sizeof why, "%s", rgaps_ts_last_error());
+	rgapsgo_sub_malformed(sub, why);
+}
+
 /* take_cdr takes the next message of sub (Go state) and deserialises it
  * from `prefix` bytes on into msg. *taken false: nothing queued. */
 static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, size_t prefix, void *msg, bool *taken,
 	rmw_message_info_t *info)
 {
 	*taken = false;
-	uint8_t *data = NULL;
-	size_t size = 0;
-	uintptr_t smp = 0;
-	rmw_ret_t rc = rgapsgo_sub_take(sub, prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
-	if (rc != RMW_RET_OK || smp == 0)
-		return rc;
-	rc = ts_ret(rgaps_ts_deserialize(ts, data + prefix, size - prefix, msg));
-	rmw_ret_t rc2 = rgapsgo_sample_return(smp);
-	if (rc != RMW_RET_OK)
-		return rc;
-	if (info != NULL)
-		info->publisher_gid.implementation_identifier = rgaps_identifier;
-	*taken = true;
-	return rc2;
+	for (;;) {
+		uint8_t *data = NULL;
+		size_t size = 0;
+		uintptr_t smp = 0;
+		rmw_ret_t rc = rgapsgo_sub_take(sub, prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
+		if (rc != RMW_RET_OK || smp == 0)
+			return rc;
+		int r = rgaps_ts_deserialize(ts, data + prefix, size - prefix, msg);
+		rmw_ret_t rc2 = rgapsgo_sample_return(smp);
+		if (r == RGAPS_TS_BAD_ALLOC)
+			return ts_ret(r);
+		if (r != RGAPS_TS_OK) {
+			dropped_malformed(sub);
+			continue;
+		}
+		if (info != NULL)
+			info->publisher_gid.implementation_identifier = rgaps_identifier;
+		*taken = true;
+		return rc2;
+	}
 }
 
 rmw_ret_t rmw_take(const rmw_subscription_t *subscription, void *ros_message, bool *taken,
@@ -1421,10 +1438,14 @@ static rmw_ret_t take_srv(uintptr_t sub, const rgaps_ts *ts, const uint8_t *want
 		memcpy(&header->request_id.sequence_number, data + 16, 8);
 		header->source_timestamp = info.source_timestamp;
 		header->received_timestamp = info.received_timestamp;
-		rc = ts_ret(rgaps_ts_deserialize(ts, data + RGAPS_SRV_PREFIX, size - RGAPS_SRV_PREFIX, msg));
+		int r = rgaps_ts_deserialize(ts, data + RGAPS_SRV_PREFIX, size - RGAPS_SRV_PREFIX, msg);
 		rmw_ret_t rc2 = rgapsgo_sample_return(smp);
-		if (rc != RMW_RET_OK)
-			return rc;
+		if (r == RGAPS_TS_BAD_ALLOC)
+			return ts_ret(r);
+		if (r != RGAPS_TS_OK) {
+			dropped_malformed(sub);
+			continue;
+		}
 		*taken = true;
 		return rc2;
 	}

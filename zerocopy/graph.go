@@ -267,6 +267,9 @@ type EndpointInfo struct {
 	QoS      qos.Profile
 	Path     string // the data path in use: host-shm, gpu-pool, ...
 	Pid      uint32
+	// Malformed counts the messages a subscription dropped because its
+	// front end could not decode them (Subscription.DropMalformed).
+	Malformed uint64
 	// Bridge marks the bridge daemon's endpoint (EndpointSpec.Bridge): it
 	// stands for endpoints on other hosts, which the daemon reports.
 	Bridge bool
@@ -392,6 +395,7 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 			Path: endpointPath(t.lay.poolKind, fl), Bridge: fl&flagBridge != 0}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
+		ep.Malformed = t.u64(so + eMalformed).Load()
 		if ep.Bridge {
 			ti.Bridged++
 		} else if ep.Kind == KindPublisher {

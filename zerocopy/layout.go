@@ -86,7 +86,10 @@ const (
 	eQoS   = 80  // [48]byte qos.Profile encoding
 	eNode  = 128 // [256]byte fully qualified node name, NUL padded
 	eHash  = 384 // [33]byte type hash: version byte (0 = unknown), 32 bytes (ROS 2's RIHS01)
-	eRing  = 512 // [queueCap]u32 sample numbers (1-based), then [heldCap]u32 held
+	// eMalformed: subscription: messages a front end took and could not
+	// decode, dropped (Subscription.DropMalformed).
+	eMalformed = 424 // u64
+	eRing      = 512 // [queueCap]u32 sample numbers (1-based), then [heldCap]u32 held
 	// samples: loaned (publisher) or taken (subscription), 0 = empty entry.
 )
 

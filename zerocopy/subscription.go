@@ -291,3 +291,16 @@ func (s *Subscription) Lost() uint64 {
 	defer s.exit()
 	return s.t.u64(s.t.slotOff(s.slot) + eLost).Load()
 }
+
+// DropMalformed counts a message the caller took and could not decode (a
+// front end's deserialiser refused it): front ends drop such messages
+// rather than fail a take, and graph queries report the count
+// (EndpointInfo.Malformed) so that a bad publisher can be found. It
+// returns the new count.
+func (s *Subscription) DropMalformed() uint64 {
+	if !s.enter() {
+		return 0
+	}
+	defer s.exit()
+	return s.t.u64(s.t.slotOff(s.slot) + eMalformed).Add(1)
+}

@@ -87,3 +87,30 @@ func TestSecondTypeOnTopic(t *testing.T) {
 		t.Fatalf("endpoints of /typed: %d (%v), want 4 over both types", len(eps), err)
 	}
 }
+
+// A front end that cannot decode a message drops it and counts it; the
+// graph reports the count for that subscription only.
+func TestDropMalformedCounted(t *testing.T) {
+	d := openDomain(t, nil)
+	mustPub(t, d, "/malformed", qos.Default())
+	bad := mustSub(t, d, "/malformed", qos.Default())
+	good := mustSub(t, d, "/malformed", qos.Default())
+	for i := 1; i <= 3; i++ {
+		if n := bad.DropMalformed(); n != uint64(i) {
+			t.Fatalf("count %d after %d drops", n, i)
+		}
+	}
+	eps, err := d.Endpoints("/malformed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		want := uint64(0)
+		if ep.GID == bad.GID() {
+			want = 3
+		}
+		if ep.Malformed != want {
+			t.Fatalf("%s %s: malformed %d, want %d (good is %s)", ep.Kind, ep.GID, ep.Malformed, want, good.GID())
+		}
+	}
+}

@@ -879,6 +879,9 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 			fmt.Fprintf(bw, "Endpoint type: %s\nGID: %s\nQoS profile: %s\n", strings.ToUpper(e.Kind.String()), e.GID, e.QoS)
 			if e.host == "" {
 				fmt.Fprintf(bw, "Process: %d\nData path: %s\n", e.Pid, e.Path)
+				if e.Kind == zerocopy.KindSubscription && e.Malformed > 0 {
+					fmt.Fprintf(bw, "Malformed messages dropped: %d\n", e.Malformed)
+				}
 			} else {
 				fmt.Fprintf(bw, "Host: %s\nData path: %s (on its host: %s)\n", e.host, e.Path, e.localPath)
 			}

@@ -103,6 +103,19 @@ static void test_round_trip(void)
 	rmw_serialized_message_t cut = got;
 	cut.buffer_length = 6;
 	CHECK_ERR(rmw_deserialize(&cut, &Chat_ts, &back), RMW_RET_ERROR);
+	/* ... but a malformed message on the topic never fails a take: it is
+	 * dropped (and counted) and the take goes on with the next message */
+	CHECK_RC(rmw_publish_serialized_message(p, &cut, NULL), RMW_RET_OK);
+	uint8_t lie[12] = {0, 1, 0, 0, 7, 0, 0, 0, 0xf0, 0xff, 0xff, 0x7f}; /* id 7, text length 2^31 */
+	rmw_serialized_message_t bad = {lie, sizeof lie, sizeof lie, h_allocator()};
+	CHECK_RC(rmw_publish_serialized_message(p, &bad, NULL), RMW_RET_OK);
+	taken = true;
+	CHECK_RC(rmw_take(s, &in, &taken, NULL), RMW_RET_OK);
+	CHECK(!taken);
+	CHECK_RC(rmw_publish_serialized_message(p, &cut, NULL), RMW_RET_OK);
+	CHECK_RC(rmw_publish(p, &out, NULL), RMW_RET_OK);
+	CHECK_RC(rmw_take_with_info(s, &in, &taken, &info, NULL), RMW_RET_OK);
+	CHECK(taken && chat_ok(&in, 43, "again", 5));
 	sm.allocator.deallocate(sm.buffer, NULL);
 	got.allocator.deallocate(got.buffer, NULL);
 	Chat_fini(&back);
