@@ -7,6 +7,7 @@
 #   version go.mod names through the Go module proxy.
 # - gcc: cgo (the race detector, and later libfabric and the rmw library).
 # - g++: the rmw library's C++ part (messages of C++ type supports) and its tests.
+# - iproute2: network namespaces for the two emulated hosts.
 set -euo pipefail
 
 need_apt=()
@@ -31,6 +32,10 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 { pkg-config --exists libfabric 2>/dev/null && dpkg -s libfabric-dev >/dev/null 2>&1; } || need_apt+=(libfabric-dev pkg-config)
+# iproute2: ip(8) makes the two emulated hosts (network namespaces joined by a
+# veth pair) of the demo and of the bridge tests; without it they would fall
+# back to loopback or skip.
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # iceoryx 2.0.3: RouDi and the C binding of `rgaps bench e2e`'s baseline (loaded at run time).
 { command -v iox-roudi >/dev/null 2>&1 && dpkg -s libiceoryx-binding-c-dev >/dev/null 2>&1; } || need_apt+=(iceoryx libiceoryx-binding-c-dev)
 if ((${#need_apt[@]})); then

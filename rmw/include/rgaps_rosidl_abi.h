@@ -70,14 +70,15 @@ enum {
 #include <rosidl_typesupport_introspection_c/message_introspection.h>
 #include <rosidl_typesupport_introspection_c/service_introspection.h>
 
-RGAPS_STATIC_ASSERT(rosidl_typesupport_introspection_c__ROS_TYPE_FLOAT == RGAPS_TYPE_FLOAT &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_LONG_DOUBLE == RGAPS_TYPE_LONG_DOUBLE &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_WCHAR == RGAPS_TYPE_WCHAR &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_BOOLEAN == RGAPS_TYPE_BOOLEAN &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_INT64 == RGAPS_TYPE_INT64 &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_STRING == RGAPS_TYPE_STRING &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_WSTRING == RGAPS_TYPE_WSTRING &&
-                        rosidl_typesupport_introspection_c__ROS_TYPE_MESSAGE == RGAPS_TYPE_MESSAGE,
+/* compared as int: the two enums are different types (-Wenum-compare) */
+RGAPS_STATIC_ASSERT((int)rosidl_typesupport_introspection_c__ROS_TYPE_FLOAT == (int)RGAPS_TYPE_FLOAT &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_LONG_DOUBLE == (int)RGAPS_TYPE_LONG_DOUBLE &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_WCHAR == (int)RGAPS_TYPE_WCHAR &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_BOOLEAN == (int)RGAPS_TYPE_BOOLEAN &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_INT64 == (int)RGAPS_TYPE_INT64 &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_STRING == (int)RGAPS_TYPE_STRING &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_WSTRING == (int)RGAPS_TYPE_WSTRING &&
+                        (int)rosidl_typesupport_introspection_c__ROS_TYPE_MESSAGE == (int)RGAPS_TYPE_MESSAGE,
                     "field type ids");
 RGAPS_STATIC_ASSERT(ROSIDL_RUNTIME_C_MSG_INIT_ALL == RGAPS_MSG_INIT_ALL, "MSG_INIT_ALL");
 
