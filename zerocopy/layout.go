@@ -4,7 +4,8 @@ package zerocopy
 // the on-disk (in-/dev/shm) format: changing one changes TopicVersion or
 // GraphVersion. docs/ARCHITECTURE.md reproduces these tables.
 //
-// Topic segment, version 1 ("<prefix>_d<domain>_t<topic with / as .>"):
+// Topic segment, version 2 ("<prefix>_d<domain>_t<topic with / as .>@<type
+// tag>", see segName):
 //
 //	[0, 4096)            header (static part covered by a CRC-32C, then dynamic words)
 //	[endpointsOff, ...)  maxEndpoints endpoint slots of endpointStride bytes
@@ -18,7 +19,7 @@ package zerocopy
 //
 // Everything in the segment is an offset; no address is ever stored.
 const (
-	TopicVersion = 1
+	TopicVersion = 2
 	topicMagic   = "RGAPSTPC"
 	headerSize   = 4096
 
