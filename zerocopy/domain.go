@@ -51,7 +51,7 @@ func Open(cfg Config) (*Domain, error) {
 			cfg.Logger.Info("removed shared memory left by crashed processes", "segments", removed)
 		}
 	}
-	go d.janitor()
+	go d.janitor(segPrefix(cfg))
 	return d, nil
 }
 
@@ -187,7 +187,7 @@ func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.gen }
 
 // janitor reclaims endpoints of dead processes on the topics this process
 // has open, dead nodes in the graph, and drives deadline status.
-func (d *Domain) janitor() {
+func (d *Domain) janitor(prefix string) {
 	defer close(d.done)
 	tick := time.NewTicker(d.cfg.JanitorPeriod)
 	defer tick.Stop()
@@ -212,7 +212,7 @@ func (d *Domain) janitor() {
 			d.releaseTopic(t)
 		}
 		d.graph.reclaimDead()
-		clashGen = d.checkTypeClashes(clashGen)
+		clashGen = d.checkTypeClashes(prefix, clashGen)
 	}
 }
 

@@ -13,14 +13,16 @@ import (
 // topic this process has open that exists with other types it counts the
 // endpoints of the other kind found there.
 
-// checkTypeClashes runs from the janitor. gen is the graph generation it
-// last scanned at; it returns the one it scanned now.
-func (d *Domain) checkTypeClashes(gen uint32) uint32 {
+// checkTypeClashes runs from the janitor over the segments whose names
+// start with prefix (segPrefix, computed once: the janitor does not read the
+// config). gen is the graph generation it last scanned at; it returns the
+// one it scanned now.
+func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
 	now := d.graph.gen.Load()
 	if now == gen {
 		return gen
 	}
-	segs, err := shm.List(segPrefix(d.cfg))
+	segs, err := shm.List(prefix)
 	if err != nil {
 		return gen
 	}
