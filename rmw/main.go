@@ -23,7 +23,8 @@
 // Rules this package keeps: C never holds a Go pointer (handles are
 // integers of the registry below); every exported function recovers from
 // panics and returns a code; errors are reported on the calling thread
-// (Go runs a call from C on the caller's thread).
+// (Go runs a call from C on the caller's thread); C enters Go only with the
+// asynchronous signals blocked, and never sleeps in Go (sig.h).
 package main
 
 /*
@@ -331,40 +332,4 @@ func rgapsgo_node_destroy(h, graph C.uintptr_t) (rc C.int) {
 	drop(h)
 	drop(graph)
 	return report("destroying the node", nd.close())
-}
-
-// ---- guard conditions ---------------------------------------------------------
-
-//export rgapsgo_gc_create
-func rgapsgo_gc_create(ctxh C.uintptr_t, out *C.uintptr_t) (rc C.int) {
-	defer recoverTo(&rc)
-	c := get[*context](ctxh)
-	if c == nil {
-		return fail(retError, "context is shut down")
-	}
-	*out = put(c.c.NewGuardCondition())
-	return retOK
-}
-
-//export rgapsgo_gc_trigger
-func rgapsgo_gc_trigger(h C.uintptr_t) (rc C.int) {
-	defer recoverTo(&rc)
-	g := get[*zerocopy.GuardCondition](h)
-	if g == nil {
-		return fail(retInvalid, "guard condition destroyed")
-	}
-	g.Trigger()
-	return retOK
-}
-
-//export rgapsgo_gc_destroy
-func rgapsgo_gc_destroy(h C.uintptr_t) (rc C.int) {
-	defer recoverTo(&rc)
-	g := get[*zerocopy.GuardCondition](h)
-	if g == nil {
-		return fail(retInvalid, "guard condition already destroyed")
-	}
-	drop(h)
-	g.Close()
-	return retOK
 }

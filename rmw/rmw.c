@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rmw_impl.h"
+#include "sig.h"
 #include "_cgo_export.h"
 
 static const char rgaps_identifier[] = RGAPS_IDENTIFIER;
@@ -339,6 +340,7 @@ rmw_ret_t rmw_init_options_fini(rmw_init_options_t *init_options)
 
 rmw_ret_t rmw_init(const rmw_init_options_t *options, rmw_context_t *context)
 {
+	RGAPS_GO_CALLS;
 	ARG(options, RMW_RET_INVALID_ARGUMENT);
 	ARG(context, RMW_RET_INVALID_ARGUMENT);
 	if (options->implementation_identifier == NULL)
@@ -394,6 +396,7 @@ rmw_ret_t rmw_shutdown(rmw_context_t *context)
 
 rmw_ret_t rmw_context_fini(rmw_context_t *context)
 {
+	RGAPS_GO_CALLS;
 	ARG(context, RMW_RET_INVALID_ARGUMENT);
 	if (context->implementation_identifier == NULL)
 		FAIL(RMW_RET_INVALID_ARGUMENT, "expected initialized context");
@@ -415,6 +418,7 @@ rmw_ret_t rmw_context_fini(rmw_context_t *context)
 
 rmw_node_t *rmw_create_node(rmw_context_t *context, const char *name, const char *namespace_)
 {
+	RGAPS_GO_CALLS;
 	ARG(name, NULL);
 	ARG(namespace_, NULL);
 	if (!live_context(context))
@@ -451,6 +455,7 @@ fail:
 
 rmw_ret_t rmw_destroy_node(rmw_node_t *node)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	const rcutils_allocator_t a = *ctx_alloc(node->context);
 	rmw_ret_t rc = rgapsgo_node_destroy(d->go, d->graph.go);
@@ -518,6 +523,7 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 	const char *topic_name, const rmw_qos_profile_t *qos_profile,
 	const rmw_publisher_options_t *publisher_options)
 {
+	RGAPS_GO_CALLS;
 	ARG(node, NULL);
 	IMPL(node, NULL);
 	ARG(type_support, NULL);
@@ -565,6 +571,7 @@ fail:
 
 rmw_ret_t rmw_destroy_publisher(rmw_node_t *node, rmw_publisher_t *publisher)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, nd);
 	(void)nd;
 	PUB(publisher, d);
@@ -582,6 +589,7 @@ rmw_ret_t rmw_destroy_publisher(rmw_node_t *node, rmw_publisher_t *publisher)
 static rmw_ret_t publish_cdr(uintptr_t pub, const rgaps_ts *ts, const void *msg, size_t prefix,
 	const void *head, size_t head_len)
 {
+	RGAPS_GO_CALLS;
 	size_t n;
 	rmw_ret_t rc = ts_ret(rgaps_ts_serialized_size(ts, msg, &n));
 	if (rc != RMW_RET_OK)
@@ -614,6 +622,7 @@ rmw_ret_t rmw_publish(const rmw_publisher_t *publisher, const void *ros_message,
 rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *publisher,
 	const rmw_serialized_message_t *serialized_message, rmw_publisher_allocation_t *allocation)
 {
+	RGAPS_GO_CALLS;
 	(void)allocation;
 	PUB(publisher, d);
 	ARG(serialized_message, RMW_RET_INVALID_ARGUMENT);
@@ -632,6 +641,7 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *publisher,
 rmw_ret_t rmw_borrow_loaned_message(const rmw_publisher_t *publisher,
 	const rosidl_message_type_support_t *type_support, void **ros_message)
 {
+	RGAPS_GO_CALLS;
 	PUB(publisher, d);
 	ARG(type_support, RMW_RET_INVALID_ARGUMENT);
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
@@ -662,6 +672,7 @@ rmw_ret_t rmw_borrow_loaned_message(const rmw_publisher_t *publisher,
 
 rmw_ret_t rmw_return_loaned_message_from_publisher(const rmw_publisher_t *publisher, void *loaned_message)
 {
+	RGAPS_GO_CALLS;
 	PUB(publisher, d);
 	if (!publisher->can_loan_messages)
 		FAIL(RMW_RET_UNSUPPORTED, "this publisher cannot loan messages");
@@ -673,6 +684,7 @@ rmw_ret_t rmw_return_loaned_message_from_publisher(const rmw_publisher_t *publis
 rmw_ret_t rmw_publish_loaned_message(const rmw_publisher_t *publisher, void *ros_message,
 	rmw_publisher_allocation_t *allocation)
 {
+	RGAPS_GO_CALLS;
 	(void)allocation;
 	PUB(publisher, d);
 	if (!publisher->can_loan_messages)
@@ -683,6 +695,7 @@ rmw_ret_t rmw_publish_loaned_message(const rmw_publisher_t *publisher, void *ros
 
 rmw_ret_t rmw_publisher_count_matched_subscriptions(const rmw_publisher_t *publisher, size_t *subscription_count)
 {
+	RGAPS_GO_CALLS;
 	PUB(publisher, d);
 	ARG(subscription_count, RMW_RET_INVALID_ARGUMENT);
 	return rgapsgo_pub_matched(d->go, subscription_count);
@@ -768,6 +781,7 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	const rosidl_message_type_support_t *type_support, const char *topic_name,
 	const rmw_qos_profile_t *qos_policies, const rmw_subscription_options_t *subscription_options)
 {
+	RGAPS_GO_CALLS;
 	ARG(node, NULL);
 	IMPL(node, NULL);
 	ARG(type_support, NULL);
@@ -818,6 +832,7 @@ fail:
 
 rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *subscription)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, nd);
 	(void)nd;
 	SUB(subscription, d);
@@ -846,6 +861,7 @@ static void dropped_malformed(uintptr_t sub)
 static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, size_t prefix, void *msg, bool *taken,
 	rmw_message_info_t *info)
 {
+	RGAPS_GO_CALLS;
 	*taken = false;
 	for (;;) {
 		uint8_t *data = NULL;
@@ -924,6 +940,7 @@ rmw_ret_t rmw_take_sequence(const rmw_subscription_t *subscription, size_t count
 static rmw_ret_t take_serialized(const rmw_subscription_t *subscription, rmw_serialized_message_t *m,
 	bool *taken, rmw_message_info_t *info)
 {
+	RGAPS_GO_CALLS;
 	SUB(subscription, d);
 	ARG(m, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
@@ -975,6 +992,7 @@ rmw_ret_t rmw_take_serialized_message_with_info(const rmw_subscription_t *subscr
 static rmw_ret_t take_loaned(const rmw_subscription_t *subscription, void **loaned_message, bool *taken,
 	rmw_message_info_t *info)
 {
+	RGAPS_GO_CALLS;
 	SUB(subscription, d);
 	ARG(loaned_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
@@ -1014,6 +1032,7 @@ rmw_ret_t rmw_take_loaned_message_with_info(const rmw_subscription_t *subscripti
 
 rmw_ret_t rmw_return_loaned_message_from_subscription(const rmw_subscription_t *subscription, void *loaned_message)
 {
+	RGAPS_GO_CALLS;
 	SUB(subscription, d);
 	if (!subscription->can_loan_messages)
 		FAIL(RMW_RET_UNSUPPORTED, "this subscription cannot loan messages");
@@ -1023,6 +1042,7 @@ rmw_ret_t rmw_return_loaned_message_from_subscription(const rmw_subscription_t *
 
 rmw_ret_t rmw_subscription_count_matched_publishers(const rmw_subscription_t *subscription, size_t *publisher_count)
 {
+	RGAPS_GO_CALLS;
 	SUB(subscription, d);
 	ARG(publisher_count, RMW_RET_INVALID_ARGUMENT);
 	return rgapsgo_sub_matched(d->go, publisher_count);
@@ -1183,8 +1203,6 @@ rmw_guard_condition_t *rmw_create_guard_condition(rmw_context_t *context)
 		rgaps_set_error("rmw_rgaps: allocating the guard condition failed");
 		goto fail;
 	}
-	if (rgapsgo_gc_create(context->impl->go, &d->go) != RMW_RET_OK)
-		goto fail;
 	d->magic = RGAPS_MAGIC_GC;
 	d->kind = RGAPS_GC_USER;
 	d->alloc = *a;
@@ -1219,11 +1237,10 @@ rmw_ret_t rmw_destroy_guard_condition(rmw_guard_condition_t *guard_condition)
 	if (d == NULL)
 		return RMW_RET_INVALID_ARGUMENT;
 	rcutils_allocator_t a = d->alloc;
-	rmw_ret_t rc = rgapsgo_gc_destroy(d->go);
 	d->magic = RGAPS_MAGIC_DEAD;
 	rgaps_free(&a, d);
 	rgaps_free(&a, guard_condition);
-	return rc;
+	return RMW_RET_OK;
 }
 
 rmw_ret_t rmw_trigger_guard_condition(const rmw_guard_condition_t *guard_condition)
@@ -1232,7 +1249,8 @@ rmw_ret_t rmw_trigger_guard_condition(const rmw_guard_condition_t *guard_conditi
 	rgaps_gc *d = user_gc(guard_condition);
 	if (d == NULL)
 		return RMW_RET_INVALID_ARGUMENT;
-	return rgapsgo_gc_trigger(d->go);
+	rgaps_word_bump(&d->seq); /* no Go: signal handlers call this (sig.h) */
+	return RMW_RET_OK;
 }
 
 rmw_wait_set_t *rmw_create_wait_set(rmw_context_t *context, size_t max_conditions)
@@ -1286,7 +1304,19 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subscriptions, rmw_guard_conditions_t *g
 			ns = (int64_t)wait_timeout->sec * 1000000000LL + (int64_t)(wait_timeout->nsec % 1000000000ULL) +
 			     (int64_t)(wait_timeout->nsec / 1000000000ULL) * 1000000000LL;
 	}
-	return rgapsgo_wait(subscriptions, guard_conditions, services, clients, events, ns);
+	/* Go plans the sleep, C sleeps with the caller's signal mask (sig.h). */
+	rgaps_wait_plan plan;
+	sigset_t mask;
+	rgaps_sig_block(&mask);
+	rmw_ret_t rc = rgapsgo_wait_begin(subscriptions, guard_conditions, services, clients, events, ns, &plan);
+	while (rc == RGAPS_WAIT_SLEEP) {
+		rgaps_sig_restore(&mask);
+		rgaps_wait_sleep(&plan);
+		rgaps_sig_block(&mask);
+		rc = rgapsgo_wait_next(&plan);
+	}
+	rgaps_sig_restore(&mask);
+	return rc;
 }
 
 /* ---- services ---------------------------------------------------------------------------------------- */
@@ -1342,6 +1372,7 @@ static int resolve_service(const rosidl_service_type_support_t *ts, const rgaps_
 rmw_client_t *rmw_create_client(const rmw_node_t *node, const rosidl_service_type_support_t *type_support,
 	const char *service_name, const rmw_qos_profile_t *qos_policies)
 {
+	RGAPS_GO_CALLS;
 	ARG(node, NULL);
 	IMPL(node, NULL);
 	ARG(type_support, NULL);
@@ -1388,6 +1419,7 @@ fail:
 
 rmw_ret_t rmw_destroy_client(rmw_node_t *node, rmw_client_t *client)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, nd);
 	(void)nd;
 	CLI(client, d);
@@ -1420,6 +1452,7 @@ rmw_ret_t rmw_send_request(const rmw_client_t *client, const void *ros_request, 
 static rmw_ret_t take_srv(uintptr_t sub, const rgaps_ts *ts, const uint8_t *want_gid, rmw_service_info_t *header,
 	void *msg, bool *taken)
 {
+	RGAPS_GO_CALLS;
 	*taken = false;
 	for (;;) {
 		uint8_t *data = NULL;
@@ -1489,6 +1522,7 @@ rmw_ret_t rmw_get_gid_for_client(const rmw_client_t *client, rmw_gid_t *gid)
 rmw_service_t *rmw_create_service(const rmw_node_t *node, const rosidl_service_type_support_t *type_support,
 	const char *service_name, const rmw_qos_profile_t *qos_profile)
 {
+	RGAPS_GO_CALLS;
 	ARG(node, NULL);
 	IMPL(node, NULL);
 	ARG(type_support, NULL);
@@ -1536,6 +1570,7 @@ fail:
 
 rmw_ret_t rmw_destroy_service(rmw_node_t *node, rmw_service_t *service)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, nd);
 	(void)nd;
 	SRV(service, d);
@@ -1587,6 +1622,7 @@ rmw_ret_t rmw_service_response_publisher_get_actual_qos(const rmw_service_t *ser
 
 rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node, const rmw_client_t *client, bool *is_available)
 {
+	RGAPS_GO_CALLS;
 	/* NULL arguments are RMW_RET_ERROR here, as test_rmw_implementation
 	 * (and every DDS-based rmw) has it */
 	ARG(node, RMW_RET_ERROR);
@@ -1605,6 +1641,7 @@ static int string_array_zero(const rcutils_string_array_t *a) { return a->size =
 rmw_ret_t rmw_get_node_names(const rmw_node_t *node, rcutils_string_array_t *node_names,
 	rcutils_string_array_t *node_namespaces)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	ARG(node_names, RMW_RET_INVALID_ARGUMENT);
 	ARG(node_namespaces, RMW_RET_INVALID_ARGUMENT);
@@ -1617,6 +1654,7 @@ rmw_ret_t rmw_get_node_names(const rmw_node_t *node, rcutils_string_array_t *nod
 rmw_ret_t rmw_get_node_names_with_enclaves(const rmw_node_t *node, rcutils_string_array_t *node_names,
 	rcutils_string_array_t *node_namespaces, rcutils_string_array_t *enclaves)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	ARG(node_names, RMW_RET_INVALID_ARGUMENT);
 	ARG(node_namespaces, RMW_RET_INVALID_ARGUMENT);
@@ -1630,6 +1668,7 @@ rmw_ret_t rmw_get_node_names_with_enclaves(const rmw_node_t *node, rcutils_strin
 static rmw_ret_t names_and_types(const rmw_node_t *node, rcutils_allocator_t *allocator, int q,
 	const char *node_name, const char *node_namespace, rmw_names_and_types_t *out)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	ARG(allocator, RMW_RET_INVALID_ARGUMENT);
 	if (!rgaps_allocator_valid(allocator))
@@ -1688,6 +1727,7 @@ rmw_ret_t rmw_get_client_names_and_types_by_node(const rmw_node_t *node, rcutils
 static rmw_ret_t endpoints_info(const rmw_node_t *node, rcutils_allocator_t *allocator, const char *topic_name,
 	int kind, rmw_topic_endpoint_info_array_t *out)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	ARG(allocator, RMW_RET_INVALID_ARGUMENT);
 	if (!rgaps_allocator_valid(allocator))
@@ -1715,6 +1755,7 @@ rmw_ret_t rmw_get_subscriptions_info_by_topic(const rmw_node_t *node, rcutils_al
 
 static rmw_ret_t count(const rmw_node_t *node, int what, const char *name, size_t *out)
 {
+	RGAPS_GO_CALLS;
 	NODE(node, d);
 	ARG(name, RMW_RET_INVALID_ARGUMENT);
 	ARG(out, RMW_RET_INVALID_ARGUMENT);
@@ -1754,6 +1795,7 @@ rmw_ret_t rmw_qos_profile_check_compatible(const rmw_qos_profile_t publisher_pro
 	const rmw_qos_profile_t subscription_profile, rmw_qos_compatibility_type_t *compatibility, char *reason,
 	size_t reason_size)
 {
+	RGAPS_GO_CALLS;
 	ARG(compatibility, RMW_RET_INVALID_ARGUMENT);
 	if (reason == NULL && reason_size != 0)
 		FAIL(RMW_RET_INVALID_ARGUMENT, "reason is null but reason_size is not 0");
@@ -1768,6 +1810,7 @@ rmw_ret_t rmw_qos_profile_check_compatible(const rmw_qos_profile_t publisher_pro
 
 static rmw_ret_t event_init(rmw_event_t *ev, void *data, int pub, rmw_event_type_t t)
 {
+	RGAPS_GO_CALLS;
 	if (!rgapsgo_event_supported(pub, (int)t))
 		FAIL(RMW_RET_UNSUPPORTED, "event type not supported for this kind of endpoint");
 	ev->implementation_identifier = rgaps_identifier;
@@ -1794,11 +1837,13 @@ rmw_ret_t rmw_subscription_event_init(rmw_event_t *rmw_event, const rmw_subscrip
 
 bool rmw_event_type_is_supported(rmw_event_type_t rmw_event_type)
 {
+	RGAPS_GO_CALLS;
 	return rgapsgo_event_supported(1, (int)rmw_event_type) || rgapsgo_event_supported(0, (int)rmw_event_type);
 }
 
 rmw_ret_t rmw_take_event(const rmw_event_t *event_handle, void *event_info, bool *taken)
 {
+	RGAPS_GO_CALLS;
 	HANDLE(event_handle);
 	ARG(event_info, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
@@ -1807,6 +1852,7 @@ rmw_ret_t rmw_take_event(const rmw_event_t *event_handle, void *event_info, bool
 
 rmw_ret_t rmw_event_set_callback(rmw_event_t *event, rmw_event_callback_t callback, const void *user_data)
 {
+	RGAPS_GO_CALLS;
 	HANDLE(event);
 	return rgapsgo_set_event_callback(event, (uintptr_t)callback, (uintptr_t)user_data);
 }
@@ -1814,6 +1860,7 @@ rmw_ret_t rmw_event_set_callback(rmw_event_t *event, rmw_event_callback_t callba
 rmw_ret_t rmw_subscription_set_on_new_message_callback(rmw_subscription_t *subscription,
 	rmw_event_callback_t callback, const void *user_data)
 {
+	RGAPS_GO_CALLS;
 	SUB(subscription, d);
 	return rgapsgo_set_message_callback(d->go, (uintptr_t)callback, (uintptr_t)user_data);
 }
@@ -1821,6 +1868,7 @@ rmw_ret_t rmw_subscription_set_on_new_message_callback(rmw_subscription_t *subsc
 rmw_ret_t rmw_service_set_on_new_request_callback(rmw_service_t *service, rmw_event_callback_t callback,
 	const void *user_data)
 {
+	RGAPS_GO_CALLS;
 	SRV(service, d);
 	return rgapsgo_set_message_callback(d->sub, (uintptr_t)callback, (uintptr_t)user_data);
 }
@@ -1828,6 +1876,7 @@ rmw_ret_t rmw_service_set_on_new_request_callback(rmw_service_t *service, rmw_ev
 rmw_ret_t rmw_client_set_on_new_response_callback(rmw_client_t *client, rmw_event_callback_t callback,
 	const void *user_data)
 {
+	RGAPS_GO_CALLS;
 	CLI(client, d);
 	return rgapsgo_set_message_callback(d->sub, (uintptr_t)callback, (uintptr_t)user_data);
 }

@@ -68,6 +68,10 @@ typedef struct rgaps_gc {
 	int kind;
 	uintptr_t go;
 	rcutils_allocator_t alloc; /* what the handle was allocated with (user kind) */
+	/* User kind: futex words, no Go state (sig.h: a signal handler may
+	 * trigger it). seq counts triggers; seen is seq when rmw_wait last
+	 * reported the condition, so it is raised while they differ. */
+	uint32_t seq, seen;
 } rgaps_gc;
 
 /* rmw_node_t.data */

@@ -2,13 +2,16 @@ package main
 
 /*
 #include "rmw_impl.h"
+#include "sig.h"
 */
 import "C"
 
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -331,18 +334,22 @@ func rgapsgo_set_event_callback(ev *C.rmw_event_t, fn, user C.uintptr_t) (rc C.i
 type waitEntry struct {
 	slot *unsafe.Pointer // the array element, set to NULL when not ready
 	sub  *subscription
-	gc   *zerocopy.GuardCondition
+	gc   *C.rgaps_gc // a user guard condition: its words live in C (rmw.c triggers it without Go)
+	seq  uint32      // gc's trigger count when it was last found ready
 	gr   *zerocopy.GraphCondition
 	st   *status
 	ev   int
 }
+
+func cword(p *C.uint32_t) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(p)) }
 
 func (e *waitEntry) ready() bool {
 	switch {
 	case e.sub != nil:
 		return e.sub.s.Ready()
 	case e.gc != nil:
-		return e.gc.Ready()
+		e.seq = cword(&e.gc.seq).Load()
+		return e.seq != cword(&e.gc.seen).Load()
 	case e.gr != nil:
 		return e.gr.Ready()
 	case e.st != nil:
@@ -351,12 +358,14 @@ func (e *waitEntry) ready() bool {
 	return false
 }
 
+// waitable is what the engine sleeps on for the entry (nil: a guard
+// condition, whose word is C's).
 func (e *waitEntry) waitable() zerocopy.Waitable {
 	switch {
 	case e.sub != nil:
 		return e.sub.s
 	case e.gc != nil:
-		return e.gc
+		return nil
 	case e.gr != nil:
 		return e.gr
 	}
@@ -398,8 +407,8 @@ func collect(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C
 			e := waitEntry{slot: &gs[i]}
 			if d.magic == C.RGAPS_MAGIC_GC && d.kind == C.RGAPS_GC_GRAPH {
 				e.gr = get[*zerocopy.GraphCondition](d._go)
-			} else if d.magic == C.RGAPS_MAGIC_GC {
-				e.gc = get[*zerocopy.GuardCondition](d._go)
+			} else if d.magic == C.RGAPS_MAGIC_GC && d.kind == C.RGAPS_GC_USER {
+				e.gc = d
 			}
 			if e.gr == nil && e.gc == nil {
 				return nil, fail(retInvalid, "rmw_wait: guard_conditions[%d] is not a live rmw_rgaps guard condition", i)
@@ -452,72 +461,181 @@ func collect(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C
 	return es, retOK
 }
 
-// rgapsgo_wait is rmw_wait after the C half checked the wait set: it waits
-// until an entry is ready or the timeout (ns; negative: none) passes, then
-// sets every entry that is not ready to NULL. Ready guard conditions are
-// lowered (a trigger wakes one wait). RMW_RET_TIMEOUT when none is ready.
+// waiting is an rmw_wait between its calls into Go (sig.h: it sleeps in C,
+// on the caller's stack, with the caller's signal mask). It lives in the
+// registry while C sleeps.
+type waiting struct {
+	es       []waitEntry
+	ready    []bool
+	timed    bool
+	deadline time.Time
+	spinEnd  time.Time // RGAPS_BUSY_POLL: spin in Go until then before sleeping
+	sleep    *zerocopy.Sleep
+	items    []zerocopy.Waitable
+	scratch  []bool
+	words    []zerocopy.WaitWord
+}
+
+// spinSlice bounds one spell of busy polling inside Go, where signals are
+// blocked: between spells C takes the caller's mask back.
+const spinSlice = time.Millisecond
+
+// rgapsgo_wait_begin is rmw_wait after the C half checked the wait set. It
+// returns RMW_RET_OK (entries not ready set to NULL, ready guard
+// conditions lowered: a trigger wakes one wait), RMW_RET_TIMEOUT (none
+// ready), an error, or RGAPS_WAIT_SLEEP: C sleeps as plan says, then calls
+// rgapsgo_wait_next. The timeout is ns (negative: none).
 //
-//export rgapsgo_wait
-func rgapsgo_wait(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C.rmw_services_t, clis *C.rmw_clients_t, evs *C.rmw_events_t, timeoutNs C.int64_t) (rc C.int) {
+//export rgapsgo_wait_begin
+func rgapsgo_wait_begin(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C.rmw_services_t, clis *C.rmw_clients_t, evs *C.rmw_events_t, timeoutNs C.int64_t, plan *C.rgaps_wait_plan) (rc C.int) {
 	defer recoverTo(&rc)
+	plan._go = 0
 	es, rc := collect(subs, gcs, srvs, clis, evs)
 	if rc != retOK {
 		return rc
 	}
-	timeout := time.Duration(timeoutNs)
-	var deadline time.Time
-	if timeout >= 0 {
-		deadline = time.Now().Add(timeout)
+	w := &waiting{es: es, ready: make([]bool, len(es))}
+	now := time.Now()
+	if timeoutNs >= 0 {
+		w.timed, w.deadline = true, now.Add(time.Duration(timeoutNs))
 	}
-	ready := make([]bool, len(es))
-	var items []zerocopy.Waitable
-	var scratch []bool
+	if bp := busyPoll(); bp > 0 {
+		w.spinEnd = now.Add(bp)
+	}
+	rc = w.step(plan)
+	if rc == C.RGAPS_WAIT_SLEEP {
+		plan._go = put(w)
+	}
+	return rc
+}
+
+// rgapsgo_wait_next goes on with the wait of plan after C slept.
+//
+//export rgapsgo_wait_next
+func rgapsgo_wait_next(plan *C.rgaps_wait_plan) (rc C.int) {
+	h := plan._go
+	w := get[*waiting](h)
+	defer func() {
+		if rc != C.RGAPS_WAIT_SLEEP {
+			drop(h)
+			if w != nil && w.sleep != nil {
+				w.sleep.Done()
+			}
+		}
+	}()
+	defer recoverTo(&rc)
+	if w == nil {
+		return fail(retError, "rmw_wait: lost its state")
+	}
+	if w.sleep != nil {
+		w.sleep.Done()
+		w.sleep = nil
+	}
+	return w.step(plan)
+}
+
+// step checks the entries and finishes the wait, or plans C's next sleep.
+func (w *waiting) step(plan *C.rgaps_wait_plan) C.int {
 	for {
-		// Conditions of events are made before their status is read, so
-		// a change after the read wakes the wait.
-		items = items[:0]
-		for i := range es {
-			items = append(items, es[i].waitable())
+		// Words are read and conditions of events made before readiness
+		// is checked, so a change after the check ends the sleep.
+		w.items, w.words = w.items[:0], w.words[:0]
+		for i := range w.es {
+			e := &w.es[i]
+			if e.gc != nil {
+				w.words = append(w.words, zerocopy.WaitWord{Word: cword(&e.gc.seq), Val: cword(&e.gc.seq).Load()})
+			} else {
+				w.items = append(w.items, e.waitable())
+			}
 		}
 		any := false
-		for i := range es {
-			ready[i] = es[i].ready()
-			any = any || ready[i]
+		for i := range w.es {
+			w.ready[i] = w.es[i].ready()
+			any = any || w.ready[i]
 		}
 		if any {
-			break
+			return w.finish()
 		}
 		left := time.Duration(-1)
-		if timeout >= 0 {
-			if left = time.Until(deadline); left <= 0 {
-				break
+		if w.timed {
+			if left = time.Until(w.deadline); left <= 0 {
+				return w.finish()
 			}
 		}
-		if len(items) == 0 {
-			if left < 0 {
-				left = time.Hour
-			}
-			time.Sleep(left)
-			continue
+		if time.Now().Before(w.spinEnd) {
+			w.spin()
+			plan.n, plan.ns = 0, 0 // back to C for the caller's mask, then here again
+			return C.RGAPS_WAIT_SLEEP
 		}
-		scratch = append(scratch[:0], make([]bool, len(items))...)
-		err := zerocopy.Wait(items, scratch, left, busyPoll())
-		if err != nil && !errors.Is(err, zerocopy.ErrTimeout) {
+		w.scratch = append(w.scratch[:0], make([]bool, len(w.items))...)
+		s, words, err := zerocopy.PrepareSleep(w.items, w.scratch, w.words)
+		if err != nil {
 			return report("rmw_wait", err)
 		}
+		if s == nil {
+			continue // an item became ready: look again
+		}
+		w.sleep, w.words = s, words
+		if len(words) > C.RGAPS_WAIT_WORDS {
+			// More words than one futex_waitv takes: sleep briefly on the
+			// first, then look at all again.
+			words = words[:1]
+			if left < 0 || left > 2*time.Millisecond {
+				left = 2 * time.Millisecond
+			}
+		}
+		plan.n = C.uint32_t(len(words))
+		plan.ns = C.int64_t(left)
+		if len(words) == 0 && left < 0 {
+			plan.ns = -1
+		}
+		for i, ww := range words {
+			plan.words[i] = C.rgaps_waitv{val: C.uint64_t(ww.Val), uaddr: C.uint64_t(uintptr(unsafe.Pointer(ww.Word))), flags: 2 /* FUTEX2_SIZE_U32 */}
+		}
+		return C.RGAPS_WAIT_SLEEP
 	}
+}
+
+// spin polls the entries for at most spinSlice or until spinEnd.
+func (w *waiting) spin() {
+	end := time.Now().Add(spinSlice)
+	if w.spinEnd.Before(end) {
+		end = w.spinEnd
+	}
+	if w.timed && w.deadline.Before(end) {
+		end = w.deadline
+	}
+	for i := 0; ; i++ {
+		for j := range w.es {
+			if w.es[j].ready() {
+				return
+			}
+		}
+		if i&15 == 15 {
+			if !time.Now().Before(end) {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// finish reports readiness in the arrays and lowers the guard conditions
+// found ready.
+func (w *waiting) finish() C.int {
 	any := false
-	for i := range es {
-		if !ready[i] {
-			*es[i].slot = nil
+	for i := range w.es {
+		e := &w.es[i]
+		if !w.ready[i] {
+			*e.slot = nil
 			continue
 		}
 		any = true
-		if es[i].gc != nil {
-			es[i].gc.Reset()
+		if e.gc != nil {
+			cword(&e.gc.seen).Store(e.seq) // a trigger since the check stays pending
 		}
-		if es[i].gr != nil {
-			es[i].gr.Reset()
+		if e.gr != nil {
+			e.gr.Reset()
 		}
 	}
 	if !any {

@@ -220,3 +220,77 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 		}
 	}
 }
+
+// WaitWord is a futex word and the value it held when a sleep was prepared.
+type WaitWord = shm.Waiter
+
+// Sleep is the blocking part of a Wait, done by its caller: the rmw library
+// sleeps outside Go, on its caller's stack and with its signal mask.
+type Sleep struct {
+	items    []Waitable
+	counters []*atomic.Uint32
+}
+
+// PrepareSleep holds items, reads their futex words (appended to words;
+// items sharing a word give one), then reports in ready (len(items)) which
+// items are ready. If one is, nothing is held and the Sleep is nil. If
+// none is, the notifiers learn that a sleeper waits: the caller sleeps
+// until a word differs from its value (futex_waitv, which checks that
+// atomically, so a notification after PrepareSleep is not lost), a wake, a
+// timeout or a signal, then calls Done and re-checks. A closed item makes
+// it return ErrClosed.
+func PrepareSleep(items []Waitable, ready []bool, words []WaitWord) (*Sleep, []WaitWord, error) {
+	for i, it := range items {
+		if !it.hold() {
+			for _, h := range items[:i] {
+				h.release()
+			}
+			return nil, words, ErrClosed
+		}
+	}
+	s := &Sleep{items: items}
+	first := len(words)
+items:
+	for _, it := range items {
+		w, c := it.word()
+		for _, x := range words[first:] {
+			if x.Word == w {
+				continue items
+			}
+		}
+		words = append(words, WaitWord{Word: w, Val: w.Load()})
+		if c != nil {
+			s.counters = append(s.counters, c)
+		}
+	}
+	any, closed := false, false
+	for i, it := range items {
+		ready[i] = it.readyHeld()
+		any = any || ready[i]
+		closed = closed || it.gone()
+	}
+	if closed || any {
+		s.counters = nil
+		s.Done()
+		if closed {
+			return nil, words[:first], ErrClosed
+		}
+		return nil, words[:first], nil
+	}
+	for _, c := range s.counters {
+		c.Add(1)
+	}
+	return s, words, nil
+}
+
+// Done ends a sleep prepared by PrepareSleep: the notifiers no longer
+// count the sleeper and the items are released.
+func (s *Sleep) Done() {
+	for _, c := range s.counters {
+		c.Add(^uint32(0))
+	}
+	for _, it := range s.items {
+		it.release()
+	}
+	s.items, s.counters = nil, nil
+}
