@@ -845,15 +845,27 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *subscri
 	return rc;
 }
 
-/* A message that does not decode (a buggy or hostile publisher) is dropped,
- * counted and logged once per subscription, and the take goes on with the
- * next one: a failed take would stop an rclcpp executor (it throws), so one
- * bad publisher could stop every subscriber node. */
-static void dropped_malformed(uintptr_t sub)
+/* decode deserialises a taken payload into msg and gives the sample back.
+ * A message that does not decode (a buggy or hostile publisher) is dropped,
+ * counted and logged once per subscription, and the caller takes the next
+ * one (*again set): a failed take would stop an rclcpp executor (it throws),
+ * so one bad publisher could stop every subscriber node. */
+static rmw_ret_t decode(uintptr_t sub, uintptr_t smp, const rgaps_ts *ts, const uint8_t *data, size_t size,
+	void *msg, int *again)
 {
+	int r = rgaps_ts_deserialize(ts, data, size, msg);
 	char why[256];
-	snprintf(why, sizeof why, "%s", rgaps_ts_last_error());
-	rgapsgo_sub_malformed(sub, why);
+	if (r != RGAPS_TS_OK)
+		snprintf(why, sizeof why, "%s", rgaps_ts_last_error());
+	rmw_ret_t rc = rgapsgo_sample_return(smp);
+	*again = 0;
+	if (r == RGAPS_TS_BAD_ALLOC)
+		return ts_ret(r);
+	if (r != RGAPS_TS_OK) {
+		rgapsgo_sub_malformed(sub, why);
+		*again = 1;
+	}
+	return rc;
 }
 
 /* take_cdr takes the next message of sub (Go state) and deserialises it
@@ -870,18 +882,16 @@ static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, size_t prefix, void
 		rmw_ret_t rc = rgapsgo_sub_take(sub, prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
 		if (rc != RMW_RET_OK || smp == 0)
 			return rc;
-		int r = rgaps_ts_deserialize(ts, data + prefix, size - prefix, msg);
-		rmw_ret_t rc2 = rgapsgo_sample_return(smp);
-		if (r == RGAPS_TS_BAD_ALLOC)
-			return ts_ret(r);
-		if (r != RGAPS_TS_OK) {
-			dropped_malformed(sub);
+		int again;
+		rc = decode(sub, smp, ts, data + prefix, size - prefix, msg, &again);
+		if (again)
 			continue;
-		}
+		if (rc != RMW_RET_OK)
+			return rc;
 		if (info != NULL)
 			info->publisher_gid.implementation_identifier = rgaps_identifier;
 		*taken = true;
-		return rc2;
+		return rc;
 	}
 }
 
@@ -1471,16 +1481,14 @@ static rmw_ret_t take_srv(uintptr_t sub, const rgaps_ts *ts, const uint8_t *want
 		memcpy(&header->request_id.sequence_number, data + 16, 8);
 		header->source_timestamp = info.source_timestamp;
 		header->received_timestamp = info.received_timestamp;
-		int r = rgaps_ts_deserialize(ts, data + RGAPS_SRV_PREFIX, size - RGAPS_SRV_PREFIX, msg);
-		rmw_ret_t rc2 = rgapsgo_sample_return(smp);
-		if (r == RGAPS_TS_BAD_ALLOC)
-			return ts_ret(r);
-		if (r != RGAPS_TS_OK) {
-			dropped_malformed(sub);
+		int again;
+		rc = decode(sub, smp, ts, data + RGAPS_SRV_PREFIX, size - RGAPS_SRV_PREFIX, msg, &again);
+		if (again)
 			continue;
-		}
+		if (rc != RMW_RET_OK)
+			return rc;
 		*taken = true;
-		return rc2;
+		return rc;
 	}
 }
 

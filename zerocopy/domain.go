@@ -200,13 +200,7 @@ func (d *Domain) janitor(prefix string) {
 		}
 		for _, t := range d.holdTopics() {
 			t.reclaimDead()
-			t.mu.Lock()
-			eps := make([]endpointLocal, 0, len(t.endpoints))
-			for _, e := range t.endpoints {
-				eps = append(eps, e)
-			}
-			t.mu.Unlock()
-			for _, e := range eps {
+			for _, e := range t.localEndpoints() {
 				e.tick()
 			}
 			d.releaseTopic(t)
@@ -214,6 +208,17 @@ func (d *Domain) janitor(prefix string) {
 		d.graph.reclaimDead()
 		clashGen = d.checkTypeClashes(prefix, clashGen)
 	}
+}
+
+// localEndpoints lists this process's endpoints on t.
+func (t *Topic) localEndpoints() []endpointLocal {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	eps := make([]endpointLocal, 0, len(t.endpoints))
+	for _, e := range t.endpoints {
+		eps = append(eps, e)
+	}
+	return eps
 }
 
 // Reclaim runs one reclamation pass now over the topics this process has

@@ -51,13 +51,7 @@ func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
 				}
 			}
 		}
-		t.mu.Lock()
-		eps := make([]endpointLocal, 0, len(t.endpoints))
-		for _, e := range t.endpoints {
-			eps = append(eps, e)
-		}
-		t.mu.Unlock()
-		for _, e := range eps {
+		for _, e := range t.localEndpoints() {
 			e.typeClash(foreign)
 		}
 		d.releaseTopic(t)
