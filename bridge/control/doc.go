@@ -100,6 +100,18 @@
 // sentinel for the code (ErrAuth, ErrDomain, …), while the refusing side
 // gets the sentinel alone.
 //
+// # Listener
+//
+// Until a connection proves the secret it is a stranger's: its handshake
+// must finish within DefaultPreAuthTimeout (2 s), at most
+// DefaultMaxPending (256) run at once and DefaultMaxPendingPerAddr (16)
+// per source address. The accept loop never waits: a connection over a
+// limit takes the place of the oldest pending handshake (of its address,
+// or of all), so the kernel's backlog stays empty and a real peer, whose
+// handshake takes three round trips, gets through a flood of silent or
+// trickling connections. Failed and dropped handshakes are logged through
+// a LogLimiter (10 at once, then one a second; the rest counted).
+//
 // # Sessions
 //
 // A Session sends a heartbeat (type 5, {"seq", "unix_nano"}) every
