@@ -133,6 +133,17 @@ func (o *ringOffer) validate() (ring.Config, error) {
 	if o.Addr == "" {
 		return c, fmt.Errorf("%w: ring %d: no transport address", ErrBadOffer, o.Ring)
 	}
+	if err := checkShort("transport address", o.Addr, maxAddr); err != nil {
+		return c, fmt.Errorf("%w: ring %d: %v", ErrBadOffer, o.Ring, err)
+	}
+	if err := checkShort("provider", o.Provider, maxShort); err != nil {
+		return c, fmt.Errorf("%w: ring %d: %v", ErrBadOffer, o.Ring, err)
+	}
+	if o.Topic != "" {
+		if err := checkTopic(fmt.Sprintf("ring %d", o.Ring), o.Topic); err != nil {
+			return c, fmt.Errorf("%w: %v", ErrBadOffer, err)
+		}
+	}
 	return c, nil
 }
 
