@@ -159,6 +159,9 @@ type ringAccept struct {
 type topicMap struct {
 	Ring        uint32 `json:"ring"`
 	ReaderEpoch uint64 `json:"reader_epoch"`
+	// WriterEpoch: topic ids are the writer instance's; a restarted
+	// writer numbers its topics afresh.
+	WriterEpoch uint64 `json:"writer_epoch"`
 	ID          uint32 `json:"id"`
 	Topic       string `json:"topic"`
 	Type        string `json:"type"`

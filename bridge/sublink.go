@@ -403,6 +403,13 @@ func (l *subLink) start(a *ringAccept) error {
 			l.b.log.Warn("remote writer restarted: messages in assembly are dropped", "peer", l.host, "ring", l.id)
 		}
 		l.r, l.asm, l.writerEpoch = r, ring.Assembler{}, a.WriterEpoch
+		l.mu.Lock()
+		for id, m := range l.maps {
+			if m.WriterEpoch != a.WriterEpoch {
+				delete(l.maps, id) // an earlier writer's numbering
+			}
+		}
+		l.mu.Unlock()
 		for _, t := range l.pubs {
 			if t.loan != nil {
 				t.loan.Discard()
@@ -609,8 +616,8 @@ func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 		l.mu.Lock()
 		m, ok := l.maps[rec.Topic]
 		l.mu.Unlock()
-		if !ok {
-			return false, nil
+		if !ok || m.WriterEpoch != l.writerEpoch {
+			return false, nil // the map of this writer's id is on its way
 		}
 		t = l.topic(&m)
 		l.topics[rec.Topic] = t
