@@ -79,6 +79,13 @@ type Options struct {
 	// PerTopic gives every topic its own ring and transfer goroutines
 	// instead of one ring per host pair.
 	PerTopic bool
+	// MaxPeers bounds the peer daemons known at once (DefaultMaxPeers when
+	// zero); a connection from one more host id is refused.
+	MaxPeers int
+	// MaxRingsPerPeer bounds the rings one peer may ask this daemon to
+	// write into (DefaultMaxRingsPerPeer when zero); further offers are
+	// refused.
+	MaxRingsPerPeer int
 	// Log receives the daemon's events; nil is silent.
 	Log *slog.Logger
 }
@@ -97,6 +104,7 @@ type Bridge struct {
 
 	listener *control.Listener
 	statusLn net.Listener
+	refusals *control.LogLimiter // refused peer messages and connections
 	sessions []*control.Session
 	wg       sync.WaitGroup
 	quit     chan struct{}
@@ -112,6 +120,7 @@ type Bridge struct {
 	peers   map[string]*peer
 	local   localState
 	readers map[*subLink]struct{}
+	retired []*zerocopy.GuardCondition // of writer links of removed peers, closed by Close
 }
 
 // localState is what the graph watcher last saw on this host.
@@ -142,6 +151,7 @@ type peer struct {
 	nextRing  uint32
 	upSince   time.Time
 	downSince time.Time // zero while connected
+	refused   uint64    // control messages refused
 }
 
 func randomEpoch() uint64 {
@@ -173,6 +183,12 @@ func New(opts Options) (*Bridge, error) {
 	}
 	if opts.PeerExpiry <= 0 {
 		opts.PeerExpiry = time.Minute
+	}
+	if opts.MaxPeers <= 0 {
+		opts.MaxPeers = DefaultMaxPeers
+	}
+	if opts.MaxRingsPerPeer <= 0 {
+		opts.MaxRingsPerPeer = DefaultMaxRingsPerPeer
 	}
 	cfg := ring.Config{Size: opts.RingSize, MaxChunk: opts.MaxChunk, NoChunking: opts.NoChunking, Mode: opts.Mode, Watermark: opts.Watermark}
 	if _, err := cfg.Validate(); err != nil {
@@ -220,7 +236,8 @@ func New(opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
 	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
-		quit: make(chan struct{}), peers: map[string]*peer{}, readers: map[*subLink]struct{}{}}
+		quit: make(chan struct{}), peers: map[string]*peer{}, readers: map[*subLink]struct{}{},
+		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
 	if err := b.startControl(); err != nil {
 		b.Close()
@@ -253,7 +270,7 @@ func (b *Bridge) Close() error {
 	b.closed = true
 	sessions := append([]*control.Session(nil), b.sessions...)
 	var links []interface{ stop() }
-	var guards []*zerocopy.GuardCondition
+	guards := b.retired
 	for _, p := range b.peers {
 		for _, l := range p.writers {
 			links = append(links, l)
@@ -282,6 +299,7 @@ func (b *Bridge) Close() error {
 		g.Close()
 	}
 	b.prov.Close()
+	b.refusals.Flush("peer messages refused (not logged one by one)")
 	return b.dom.Close()
 }
 

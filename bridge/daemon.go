@@ -41,6 +41,8 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	busyPoll := fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)")
 	noChunking := fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them")
 	perTopic := fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair")
+	maxPeers := fs.Int("max-peers", DefaultMaxPeers, "bridge: most peer daemons (host ids) known at once; more are refused")
+	maxRings := fs.Int("max-rings-per-peer", DefaultMaxRingsPerPeer, "bridge: most rings one peer may ask this daemon to write into; further offers are refused")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +59,8 @@ func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, er
 	// The bridge, when configured.
 	var opts *Options
 	if *config != "" || *listen != "" || *peers != "" {
-		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll, NoChunking: *noChunking}
+		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll, NoChunking: *noChunking,
+			MaxPeers: *maxPeers, MaxRingsPerPeer: *maxRings}
 		if *config != "" {
 			c, err := control.LoadConfig(*config, dom)
 			if err != nil {

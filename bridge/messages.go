@@ -134,6 +134,17 @@ func (o *ringOffer) validate() (ring.Config, error) {
 	if o.Addr == "" {
 		return c, fmt.Errorf("%w: ring %d: no transport address", ErrBadOffer, o.Ring)
 	}
+	if err := checkShort("transport address", o.Addr, maxAddr); err != nil {
+		return c, fmt.Errorf("%w: ring %d: %v", ErrBadOffer, o.Ring, err)
+	}
+	if err := checkShort("provider", o.Provider, maxShort); err != nil {
+		return c, fmt.Errorf("%w: ring %d: %v", ErrBadOffer, o.Ring, err)
+	}
+	if o.Topic != "" {
+		if err := checkTopic(fmt.Sprintf("ring %d", o.Ring), o.Topic); err != nil {
+			return c, fmt.Errorf("%w: %v", ErrBadOffer, err)
+		}
+	}
 	return c, nil
 }
 
@@ -149,6 +160,9 @@ type ringAccept struct {
 type topicMap struct {
 	Ring        uint32 `json:"ring"`
 	ReaderEpoch uint64 `json:"reader_epoch"`
+	// WriterEpoch: topic ids are the writer instance's; a restarted
+	// writer numbers its topics afresh.
+	WriterEpoch uint64 `json:"writer_epoch"`
 	ID          uint32 `json:"id"`
 	Topic       string `json:"topic"`
 	Type        string `json:"type"`

@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"time"
 
@@ -102,11 +103,22 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 	var host string
 	sc.OnUp = func(c *control.Conn, h control.Hello) {
 		cur, host = c, h.HostID
-		b.peerUp(host, c)
+		if !b.peerUp(host, c) {
+			cur = nil // refused: closed, its messages are dropped
+			c.Close()
+		}
 	}
 	sc.OnMessage = func(t control.MsgType, payload []byte) {
+		if cur == nil {
+			return
+		}
 		if err := b.handle(host, cur, t, payload); err != nil {
-			b.log.Warn("control message refused", "peer", host, "type", int(t), "err", err)
+			b.mu.Lock()
+			if p := b.peers[host]; p != nil {
+				p.refused++
+			}
+			b.mu.Unlock()
+			b.refusals.Log(slog.LevelWarn, "control message refused", "peer", host, "type", int(t), "err", err)
 		}
 	}
 	sc.OnDown = func(err error) {
@@ -118,14 +130,25 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 
 // peerUp registers a control connection; the first one brings the peer
 // up: it gets our interest and graph, and (one ring per host pair) a ring
-// to write into.
-func (b *Bridge) peerUp(host string, c *control.Conn) {
+// to write into. It refuses (false) a new host id beyond MaxPeers and a
+// connection beyond MaxConnsPerPeer; the caller closes it.
+func (b *Bridge) peerUp(host string, c *control.Conn) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return
+		return false
 	}
 	p := b.peers[host]
+	if p == nil && len(b.peers) >= b.opts.MaxPeers {
+		b.mu.Unlock()
+		b.refusals.Log(slog.LevelWarn, "peer refused: too many peers", "peer", host, "addr", c.RemoteAddr().String(), "max_peers", b.opts.MaxPeers)
+		return false
+	}
+	if p != nil && len(p.conns) >= MaxConnsPerPeer {
+		b.mu.Unlock()
+		b.refusals.Log(slog.LevelWarn, "control connection refused: too many from one peer", "peer", host, "addr", c.RemoteAddr().String(), "max", MaxConnsPerPeer)
+		return false
+	}
 	if p == nil {
 		p = &peer{host: host, conns: map[*control.Conn]struct{}{}, interest: map[string]topicInterest{},
 			readers: map[uint32]*subLink{}, writers: map[uint32]*pubLink{}}
@@ -145,6 +168,7 @@ func (b *Bridge) peerUp(host string, c *control.Conn) {
 	for _, f := range offers {
 		f()
 	}
+	return true
 }
 
 // peerDown forgets a control connection. When the last one goes, the
@@ -154,6 +178,10 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 	b.mu.Lock()
 	p := b.peers[host]
 	if p == nil || c == nil {
+		b.mu.Unlock()
+		return
+	}
+	if _, ok := p.conns[c]; !ok {
 		b.mu.Unlock()
 		return
 	}
@@ -226,11 +254,11 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 		if err := control.Decode(payload, &m); err != nil {
 			return err
 		}
+		if err := m.validate(); err != nil {
+			return err
+		}
 		in := map[string]topicInterest{}
 		for _, ti := range m.Topics {
-			if ti.Topic == "" || ti.Type == "" || ti.Depth > 1<<20 {
-				return fmt.Errorf("%w: bad topic interest %+v", control.ErrProtocol, ti)
-			}
 			in[ti.Topic] = ti
 		}
 		b.mu.Lock()
@@ -242,6 +270,9 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 	case msgGraph:
 		var g graphMsg
 		if err := control.Decode(payload, &g); err != nil {
+			return err
+		}
+		if err := g.validate(); err != nil {
 			return err
 		}
 		for _, ep := range g.Endpoints {
@@ -314,6 +345,9 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 			}
 		}
 		b.mu.Unlock()
+		if len(m.Reason) > maxReason {
+			m.Reason = m.Reason[:maxReason] + "…"
+		}
 		if l != nil {
 			l.linkDown("peer reports: "+m.Reason, m.Offer)
 		}
@@ -341,6 +375,15 @@ func (b *Bridge) onOffer(host string, c *control.Conn, o *ringOffer) error {
 		return nil
 	}
 	l := p.writers[o.Ring]
+	if l == nil && len(p.writers) >= b.opts.MaxRingsPerPeer {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: ring %d: the peer has %d rings for this daemon to write into already, at most %d (-max-rings-per-peer)",
+			ErrLimit, o.Ring, b.opts.MaxRingsPerPeer, b.opts.MaxRingsPerPeer)
+	}
+	if l != nil && l.only != o.Topic {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: ring %d carries topic %q, the offer says %q", ErrBadOffer, o.Ring, l.only, o.Topic)
+	}
 	if l == nil {
 		l = newPubLink(b, p.host, o.Ring, o.Topic)
 		p.writers[o.Ring] = l
@@ -353,22 +396,34 @@ func (b *Bridge) onOffer(host string, c *control.Conn, o *ringOffer) error {
 	return nil
 }
 
-// expirePeers forgets the interest and graph of peers down for longer
-// than PeerExpiry: their bridge subscriptions close.
+// expirePeers forgets peers down for longer than PeerExpiry: their
+// bridge subscriptions close, their links stop (rings and registrations
+// are freed) and they no longer count against MaxPeers. A peer that comes
+// back later starts afresh, like a restarted one.
 func (b *Bridge) expirePeers() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	changed := false
-	for _, p := range b.peers {
-		if len(p.conns) == 0 && !p.downSince.IsZero() && time.Since(p.downSince) > b.opts.PeerExpiry && len(p.interest) > 0 {
-			b.log.Warn("peer gone: its subscriptions are forgotten", "peer", p.host, "down_for", time.Since(p.downSince).Round(time.Second))
-			p.interest = map[string]topicInterest{}
-			p.graph = graphMsg{}
-			changed = true
+	var links []interface{ stop() }
+	removed := false
+	for host, p := range b.peers {
+		if len(p.conns) != 0 || p.downSince.IsZero() || time.Since(p.downSince) <= b.opts.PeerExpiry {
+			continue
+		}
+		b.log.Warn("peer gone: its subscriptions and rings are forgotten", "peer", p.host, "down_for", time.Since(p.downSince).Round(time.Second))
+		delete(b.peers, host)
+		removed = true
+		for _, l := range p.writers {
+			links = append(links, l)
+			b.retired = append(b.retired, l.wake) // l.offer may still trigger it
+		}
+		for _, l := range p.readers {
+			links = append(links, l)
 		}
 	}
-	if changed {
-		b.adjustWritersLocked()
-		b.dom.NotifyGraphChanged()
+	b.mu.Unlock()
+	for _, l := range links {
+		l.stop()
+	}
+	if removed {
+		b.dom.NotifyGraphChanged() // their nodes and endpoints left the graph
 	}
 }

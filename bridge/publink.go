@@ -598,7 +598,7 @@ func (l *pubLink) announce(ot *outTopic) error {
 	if ot.announced {
 		return nil
 	}
-	if !l.b.send(l.ctl, msgTopicMap, topicMap{Ring: l.id, ReaderEpoch: l.readerEpoch, ID: ot.id, Topic: ot.name, Type: ot.typ, QoS: encodeQoS(ot.want.pubQoS)}) {
+	if !l.b.send(l.ctl, msgTopicMap, topicMap{Ring: l.id, ReaderEpoch: l.readerEpoch, WriterEpoch: l.epoch, ID: ot.id, Topic: ot.name, Type: ot.typ, QoS: encodeQoS(ot.want.pubQoS)}) {
 		return errors.New("control connection lost")
 	}
 	ot.announced = true

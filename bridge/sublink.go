@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"log/slog"
 	"runtime"
 	"sync"
 	"time"
@@ -12,6 +12,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -156,13 +157,36 @@ func (l *subLink) onTopicMap(m *topicMap) error {
 	if m.ReaderEpoch != l.epoch {
 		return nil
 	}
-	if m.ID == 0 || m.Topic == "" || m.Type == "" {
-		return fmt.Errorf("%w: topic map %+v", control.ErrProtocol, m)
+	if m.ID == 0 {
+		return fmt.Errorf("%w: topic map of ring %d with topic id 0", control.ErrProtocol, m.Ring)
+	}
+	if err := checkTopic("topic map", m.Topic); err != nil {
+		return err
+	}
+	if err := checkType("topic map of "+m.Topic, m.Type); err != nil {
+		return err
+	}
+	if l.only != "" && m.Topic != l.only {
+		return fmt.Errorf("%w: topic map of ring %d for %s: the ring carries %s only", control.ErrProtocol, m.Ring, m.Topic, l.only)
 	}
 	if _, err := qos.Decode(m.QoS); err != nil {
 		return fmt.Errorf("%w: topic map of %s: %v", control.ErrProtocol, m.Topic, err)
 	}
 	l.mu.Lock()
+	if _, ok := l.maps[m.ID]; !ok && len(l.maps) >= MaxTopicsPerPeer {
+		// A writer numbers its topics afresh whenever it (re)opens one, so
+		// a long-lived writer's ids grow: the oldest map goes (its records
+		// were delivered long ago: its topic is known to the link by then).
+		oldest := m.ID
+		for id := range l.maps {
+			oldest = min(oldest, id)
+		}
+		if oldest == m.ID {
+			l.mu.Unlock()
+			return fmt.Errorf("%w: topic map of ring %d: id %d is older than the %d kept", ErrLimit, m.Ring, m.ID, MaxTopicsPerPeer)
+		}
+		delete(l.maps, oldest)
+	}
 	l.maps[m.ID] = *m
 	l.mu.Unlock()
 	l.wake()
@@ -379,6 +403,13 @@ func (l *subLink) start(a *ringAccept) error {
 			l.b.log.Warn("remote writer restarted: messages in assembly are dropped", "peer", l.host, "ring", l.id)
 		}
 		l.r, l.asm, l.writerEpoch = r, ring.Assembler{}, a.WriterEpoch
+		l.mu.Lock()
+		for id, m := range l.maps {
+			if m.WriterEpoch != a.WriterEpoch {
+				delete(l.maps, id) // an earlier writer's numbering
+			}
+		}
+		l.mu.Unlock()
 		for _, t := range l.pubs {
 			if t.loan != nil {
 				t.loan.Discard()
@@ -585,8 +616,8 @@ func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 		l.mu.Lock()
 		m, ok := l.maps[rec.Topic]
 		l.mu.Unlock()
-		if !ok {
-			return false, nil
+		if !ok || m.WriterEpoch != l.writerEpoch {
+			return false, nil // the map of this writer's id is on its way
 		}
 		t = l.topic(&m)
 		l.topics[rec.Topic] = t
@@ -754,6 +785,12 @@ func (l *subLink) topic(m *topicMap) *inTopic {
 		}
 	}
 	t := &inTopic{name: m.Topic, typ: m.Type, q: q}
+	if _, ok := l.pubs[m.Topic]; !ok && len(l.pubs) >= MaxTopicsPerPeer {
+		// Each topic is a publisher (a shared-memory segment) here.
+		t.err = fmt.Errorf("%w: ring %d delivers %d topics already, at most %d", ErrLimit, l.id, len(l.pubs), MaxTopicsPerPeer)
+		l.b.refusals.Log(slog.LevelWarn, "topic from another host refused: its messages are dropped", "peer", l.host, "topic", m.Topic, "err", t.err)
+		return t
+	}
 	mem := zerocopy.MemoryHost
 	l.b.mu.Lock()
 	gpu := l.b.local.interest[m.Topic].GPU

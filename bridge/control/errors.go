@@ -53,3 +53,9 @@ var ErrNotConnected = errors.New("no live control connection")
 
 // ErrClosed reports use of a Session or Listener after Close.
 var ErrClosed = errors.New("control session or listener closed")
+
+// ErrIntegrity reports a frame after the handshake that is not what the
+// authenticated peer sent: in clear, failing its authentication tag, or
+// out of sequence (replayed, reordered or dropped on the path). The
+// connection is lost; the session closes it.
+var ErrIntegrity = errors.New("control frame failed its integrity check")

@@ -128,12 +128,27 @@ func TestConcurrentSend(t *testing.T) {
 }
 
 func header(magic string, version, typ byte, flags uint16, length uint32) []byte {
+	return headerSeq(magic, version, typ, flags, length, 0)
+}
+
+func headerSeq(magic string, version, typ byte, flags uint16, length uint32, seq uint64) []byte {
 	b := make([]byte, HeaderLen)
 	copy(b, magic)
 	b[4], b[5] = version, typ
 	binary.LittleEndian.PutUint16(b[6:], flags)
 	binary.LittleEndian.PutUint32(b[8:], length)
+	binary.LittleEndian.PutUint64(b[12:], seq)
 	return b
+}
+
+// v1frame is a frame of framing version 1 (a 12-byte header), as a daemon
+// of the previous release sends it.
+func v1frame(typ byte, payload string) []byte {
+	b := make([]byte, 12, 12+len(payload))
+	copy(b, Magic)
+	b[4], b[5] = 1, typ
+	binary.LittleEndian.PutUint32(b[8:], uint32(len(payload)))
+	return append(b, payload...)
 }
 
 func frame(typ byte, payload string) []byte {
@@ -148,16 +163,20 @@ func TestMalformed(t *testing.T) {
 		want  []error // all must match
 		text  string  // in the message
 	}{
-		{"bad magic", cat(header("RGCQ", 1, 16, 0, 2), []byte("{}")), []error{ErrProtocol}, `magic "RGCQ"`},
-		{"version 2", cat(header(Magic, 2, 16, 0, 2), []byte("{}")), []error{ErrVersion}, "version 2"},
+		{"bad magic", cat(header("RGCQ", 2, 16, 0, 2), []byte("{}")), []error{ErrProtocol}, `magic "RGCQ"`},
+		{"version 1", v1frame(1, `{"version":1,"domain":0,"host_id":"old","name":"","nonce":"AAAA","features":null}`), []error{ErrVersion}, "version 1, this side speaks only version 2"},
+		{"version 1 short", v1frame(16, `{}`), []error{ErrVersion}, "version 1"},
+		{"version 3", cat(header(Magic, 3, 16, 0, 2), []byte("{}")), []error{ErrVersion}, "version 3"},
 		{"version 0", cat(header(Magic, 0, 16, 0, 2), []byte("{}")), []error{ErrVersion}, ""},
-		{"flags", cat(header(Magic, 1, 16, 1, 2), []byte("{}")), []error{ErrProtocol}, "flags"},
-		{"length MaxFrame+1", header(Magic, 1, 16, 0, MaxFrame+1), []error{ErrProtocol}, "MaxFrame"},
-		{"length 4 GiB-1", header(Magic, 1, 16, 0, 0xffffffff), []error{ErrProtocol}, "MaxFrame"},
-		{"type 0", cat(header(Magic, 1, 0, 0, 2), []byte("{}")), []error{ErrProtocol}, "type 0"},
+		{"flags", cat(header(Magic, 2, 16, 2, 2), []byte("{}")), []error{ErrProtocol}, "flags"},
+		{"sealed before handshake", cat(headerSeq(Magic, 2, 16, FlagSealed, 2+TagLen, 1), make([]byte, 2+TagLen)), []error{ErrProtocol}, "before the handshake"},
+		{"sequence before handshake", cat(headerSeq(Magic, 2, 16, 0, 2, 5), []byte("{}")), []error{ErrProtocol}, "before the handshake"},
+		{"length MaxFrame+1", header(Magic, 2, 16, 0, MaxFrame+1), []error{ErrProtocol}, "MaxFrame"},
+		{"length 4 GiB-1", header(Magic, 2, 16, 0, 0xffffffff), []error{ErrProtocol}, "MaxFrame"},
+		{"type 0", cat(header(Magic, 2, 0, 0, 2), []byte("{}")), []error{ErrProtocol}, "type 0"},
 		{"truncated header", frame(16, "{}")[:7], []error{ErrProtocol, io.ErrUnexpectedEOF}, "header"},
 		{"truncated payload", frame(16, `{"data":"abc"}`)[:HeaderLen+5], []error{ErrProtocol, io.ErrUnexpectedEOF}, "payload"},
-		{"header only", header(Magic, 1, 16, 0, 10), []error{ErrProtocol, io.ErrUnexpectedEOF}, ""},
+		{"header only", header(Magic, 2, 16, 0, 10), []error{ErrProtocol, io.ErrUnexpectedEOF}, ""},
 		{"garbage", []byte("\x00\xff\x13garbage that goes on and on"), []error{ErrProtocol}, "magic"},
 		{"http", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), []error{ErrProtocol}, "not an rgaps control stream"},
 		{"empty payload", frame(16, ""), []error{ErrProtocol}, "not a JSON object"},
@@ -216,7 +235,7 @@ func TestValidThenEOF(t *testing.T) {
 func TestStickyError(t *testing.T) {
 	raw, peer := tcpPair(t)
 	c := NewConn(peer)
-	raw.Write(append(header(Magic, 1, 16, 3, 2), frame(16, "{}")...))
+	raw.Write(append(header(Magic, 2, 16, 6, 2), frame(16, "{}")...))
 	_, _, err1 := c.Recv()
 	_, _, err2 := c.Recv()
 	if !errors.Is(err1, ErrProtocol) || err2 != err1 {
@@ -296,8 +315,8 @@ func TestMsgTypeString(t *testing.T) {
 	}
 	// The header encoding is what doc.go's table says.
 	var b [HeaderLen]byte
-	putHeader(b[:], 0x21, 0x01020304)
-	want := []byte{'R', 'G', 'C', 'P', 1, 0x21, 0, 0, 4, 3, 2, 1}
+	putHeader(b[:], 0x21, FlagSealed, 0x01020304, 0x0a0b0c0d0e0f1011)
+	want := []byte{'R', 'G', 'C', 'P', 2, 0x21, 1, 0, 4, 3, 2, 1, 0x11, 0x10, 0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a}
 	if !bytes.Equal(b[:], want) {
 		t.Errorf("header % x, want % x", b, want)
 	}

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,7 +13,7 @@ import (
 const (
 	// ProtocolVersion is the message-level protocol version a Hello
 	// announces. It may change without the framing (Version) changing.
-	ProtocolVersion = 1
+	ProtocolVersion = 2
 	// MinSecret is the shortest cluster secret accepted (128 bits).
 	MinSecret = 16
 	// NonceLen is the length of the random nonce in a Hello.
@@ -20,10 +21,19 @@ const (
 	// DefaultHandshakeTimeout bounds a handshake when
 	// HandshakeConfig.Timeout is zero.
 	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultPreAuthTimeout bounds the handshake of a connection a
+	// Listener accepted (a stranger until it proved the secret) when
+	// HandshakeConfig.Timeout is zero: a handshake takes three round trips,
+	// so this is plenty for a real peer and short for one that holds the
+	// connection open without finishing.
+	DefaultPreAuthTimeout = 2 * time.Second
 	// maxHostID bounds the host id and name a peer may announce.
 	maxHostID = 255
 	// macLabel separates these MACs from any other use of the secret.
-	macLabel = "rgaps-control-v1"
+	macLabel = "rgaps-control-v2"
+	// Labels of the two directions' frame keys.
+	keyLabelDialer   = "rgaps-control-v2 key dialer to acceptor"
+	keyLabelAcceptor = "rgaps-control-v2 key acceptor to dialer"
 )
 
 // Roles bound into the MAC: a MAC computed by one side never verifies as
@@ -122,10 +132,17 @@ func (cfg *HandshakeConfig) check() error {
 // closes with unread data in its buffer after a Reject, which would reset
 // the connection before the peer read the reason.
 //
-// MAC = HMAC-SHA256(secret, lp("rgaps-control-v1") ‖ role ‖ domain ‖
-// lp(sender id) ‖ lp(receiver id) ‖ lp(sender nonce) ‖ lp(receiver nonce))
-// where lp(x) is x's length as u32 LE followed by x, role is one byte (1
-// dialer, 2 acceptor: the sender's role) and domain is an i64 LE.
+// MAC = HMAC-SHA256(secret, lp("rgaps-control-v2") ‖ role ‖ domain ‖
+// lp(sender id) ‖ lp(receiver id) ‖ lp(sender nonce) ‖ lp(receiver nonce) ‖
+// lp(T)) where lp(x) is x's length as u32 LE followed by x, role is one
+// byte (1 dialer, 2 acceptor: the sender's role), domain is an i64 LE and
+// T = SHA-256(lp("rgaps-control-v2") ‖ lp(dialer's Hello) ‖ lp(acceptor's
+// Hello)) over the Hello payloads as sent.
+//
+// After the Welcomes every frame is sealed (doc.go): each direction has
+// its own AES-256-GCM key, HKDF-SHA256(secret, salt T, info "rgaps-control-v2
+// key dialer to acceptor" or "… acceptor to dialer"), and each frame's
+// nonce is its sequence number, 1, 2, 3, … per direction.
 //
 // Errors: ErrConfig (before any I/O), ErrVersion, ErrDomain, ErrSelf (each
 // side detects these itself and sends a Reject as a courtesy), ErrAuth (we
@@ -133,7 +150,8 @@ func (cfg *HandshakeConfig) check() error {
 // matching sentinel, ErrProtocol for anything else unexpected, and I/O
 // errors (os.ErrDeadlineExceeded when the peer is too slow). Handshake
 // returns within Timeout; it does not close c on failure (the caller does)
-// and clears the deadlines it set on success.
+// and clears the deadlines it set on success. On success c seals every
+// later frame.
 func Handshake(c *Conn, cfg HandshakeConfig) (peer Hello, err error) {
 	if err := cfg.check(); err != nil {
 		return Hello{}, err
@@ -173,11 +191,16 @@ func (h *handshake) run() (Hello, error) {
 		Features: h.cfg.Features,
 	}
 	rand.Read(own.Nonce) // never fails (crypto/rand's contract)
-	if err := h.c.send(TypeHello, own, h.deadline); err != nil {
+	ownRaw, err := encode(TypeHello, own)
+	if err != nil {
+		return Hello{}, err
+	}
+	if err := h.c.sendPayload(TypeHello, ownRaw, h.deadline); err != nil {
 		return Hello{}, err
 	}
 	var peer Hello
-	if err := h.recv(TypeHello, &peer); err != nil {
+	peerRaw, err := h.recvRaw(TypeHello, &peer)
+	if err != nil {
 		return Hello{}, err
 	}
 	if err := h.checkHello(&peer); err != nil {
@@ -185,11 +208,17 @@ func (h *handshake) run() (Hello, error) {
 	}
 
 	ownRole, peerRole := byte(roleAcceptor), byte(roleDialer)
+	th := transcript(peerRaw, ownRaw)
 	if h.cfg.Dialer {
 		ownRole, peerRole = roleDialer, roleAcceptor
+		th = transcript(ownRaw, peerRaw)
 	}
-	ownMAC := computeMAC(h.cfg.Secret, ownRole, h.cfg.Domain, own.HostID, peer.HostID, own.Nonce, peer.Nonce)
-	wantMAC := computeMAC(h.cfg.Secret, peerRole, h.cfg.Domain, peer.HostID, own.HostID, peer.Nonce, own.Nonce)
+	ownMAC := computeMAC(h.cfg.Secret, ownRole, h.cfg.Domain, own.HostID, peer.HostID, own.Nonce, peer.Nonce, th)
+	wantMAC := computeMAC(h.cfg.Secret, peerRole, h.cfg.Domain, peer.HostID, own.HostID, peer.Nonce, own.Nonce, th)
+	sendKey, recvKey, err := frameKeys(h.cfg.Secret, th, h.cfg.Dialer)
+	if err != nil {
+		return Hello{}, err
+	}
 
 	if h.cfg.Dialer {
 		if err := h.c.send(TypeAuth, Auth{MAC: ownMAC}, h.deadline); err != nil {
@@ -204,7 +233,7 @@ func (h *handshake) run() (Hello, error) {
 		if err := h.recv(TypeWelcome, &Welcome{}); err != nil {
 			return Hello{}, err
 		}
-		return peer, nil
+		return peer, h.c.startSealing(sendKey, recvKey)
 	}
 	if err := h.verify(wantMAC, &peer); err != nil {
 		return Hello{}, err
@@ -218,7 +247,7 @@ func (h *handshake) run() (Hello, error) {
 	if err := h.c.send(TypeWelcome, Welcome{}, h.deadline); err != nil {
 		return Hello{}, err
 	}
-	return peer, nil
+	return peer, h.c.startSealing(sendKey, recvKey)
 }
 
 // verify receives the peer's Auth and checks it in constant time.
@@ -258,29 +287,35 @@ func (h *handshake) checkHello(p *Hello) error {
 // recv reads the next message, which must be of type want (decoded into v)
 // or a Reject (turned into ErrRejected).
 func (h *handshake) recv(want MsgType, v any) error {
+	_, err := h.recvRaw(want, v)
+	return err
+}
+
+// recvRaw is recv that also returns the message's payload as received.
+func (h *handshake) recvRaw(want MsgType, v any) ([]byte, error) {
 	t, payload, err := h.c.Recv()
 	if err != nil {
-		return fmt.Errorf("waiting for %v: %w", want, err)
+		return nil, fmt.Errorf("waiting for %v: %w", want, err)
 	}
 	switch t {
 	case want:
 		if err := Decode(payload, v); err != nil {
 			h.reject(RejectProtocol, err.Error())
-			return fmt.Errorf("%v message: %w", want, err)
+			return nil, fmt.Errorf("%v message: %w", want, err)
 		}
-		return nil
+		return payload, nil
 	case TypeReject:
 		var r Reject
 		if err := Decode(payload, &r); err != nil {
-			return fmt.Errorf("reject message: %w", err)
+			return nil, fmt.Errorf("reject message: %w", err)
 		}
 		if s := rejectSentinel(r.Code); s != nil {
-			return fmt.Errorf("%w: %w: %q", ErrRejected, s, r.Reason)
+			return nil, fmt.Errorf("%w: %w: %q", ErrRejected, s, r.Reason)
 		}
-		return fmt.Errorf("%w: %s: %q", ErrRejected, r.Code, r.Reason)
+		return nil, fmt.Errorf("%w: %s: %q", ErrRejected, r.Code, r.Reason)
 	}
 	h.reject(RejectProtocol, fmt.Sprintf("got %v, want %v", t, want))
-	return fmt.Errorf("%w: got %v while waiting for %v", ErrProtocol, t, want)
+	return nil, fmt.Errorf("%w: got %v while waiting for %v", ErrProtocol, t, want)
 }
 
 // reject tells the peer why, best effort: the handshake fails either way.
@@ -304,8 +339,38 @@ func rejectSentinel(code string) error {
 	return nil
 }
 
+// transcript is the hash of both Hellos as they were sent: the MACs and
+// the frame keys cover it, so nothing in a Hello (version, name,
+// features) can be changed on the path unnoticed.
+func transcript(dialerHello, acceptorHello []byte) []byte {
+	m := sha256.New()
+	for _, b := range [][]byte{[]byte(macLabel), dialerHello, acceptorHello} {
+		m.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(b))))
+		m.Write(b)
+	}
+	return m.Sum(nil)
+}
+
+// frameKeys derives the two directions' AES-256 frame keys with
+// HKDF-SHA256 from the secret, salted with the transcript (fresh nonces:
+// fresh keys for every connection), and returns ours and the peer's.
+func frameKeys(secret, th []byte, dialer bool) (send, recv []byte, err error) {
+	d2a, err := hkdf.Key(sha256.New, secret, th, keyLabelDialer, 32)
+	if err != nil {
+		return nil, nil, err
+	}
+	a2d, err := hkdf.Key(sha256.New, secret, th, keyLabelAcceptor, 32)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dialer {
+		return d2a, a2d, nil
+	}
+	return a2d, d2a, nil
+}
+
 // computeMAC is the MAC of Handshake's doc comment.
-func computeMAC(secret []byte, role byte, domain int, sender, receiver string, senderNonce, receiverNonce []byte) []byte {
+func computeMAC(secret []byte, role byte, domain int, sender, receiver string, senderNonce, receiverNonce, th []byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	lp := func(b []byte) {
 		m.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(b))))
@@ -318,5 +383,6 @@ func computeMAC(secret []byte, role byte, domain int, sender, receiver string, s
 	lp([]byte(receiver))
 	lp(senderNonce)
 	lp(receiverNonce)
+	lp(th)
 	return m.Sum(nil)
 }

@@ -174,14 +174,16 @@ func TestHandshakeReflection(t *testing.T) {
 
 func TestMACBindsEverything(t *testing.T) {
 	n1, n2 := bytes.Repeat([]byte{1}, NonceLen), bytes.Repeat([]byte{2}, NonceLen)
-	base := computeMAC(testSecret, roleDialer, 7, "a", "b", n1, n2)
+	th := transcript([]byte(`{"a":1}`), []byte(`{"b":2}`))
+	base := computeMAC(testSecret, roleDialer, 7, "a", "b", n1, n2, th)
 	variants := map[string][]byte{
-		"role":     computeMAC(testSecret, roleAcceptor, 7, "a", "b", n1, n2),
-		"domain":   computeMAC(testSecret, roleDialer, 8, "a", "b", n1, n2),
-		"ids":      computeMAC(testSecret, roleDialer, 7, "b", "a", n1, n2),
-		"nonces":   computeMAC(testSecret, roleDialer, 7, "a", "b", n2, n1),
-		"boundary": computeMAC(testSecret, roleDialer, 7, "ab", "", n1, n2),
-		"secret":   computeMAC([]byte("0123456789abcdef-other"), roleDialer, 7, "a", "b", n1, n2),
+		"role":     computeMAC(testSecret, roleAcceptor, 7, "a", "b", n1, n2, th),
+		"domain":   computeMAC(testSecret, roleDialer, 8, "a", "b", n1, n2, th),
+		"ids":      computeMAC(testSecret, roleDialer, 7, "b", "a", n1, n2, th),
+		"nonces":   computeMAC(testSecret, roleDialer, 7, "a", "b", n2, n1, th),
+		"boundary": computeMAC(testSecret, roleDialer, 7, "ab", "", n1, n2, th),
+		"hellos":   computeMAC(testSecret, roleDialer, 7, "a", "b", n1, n2, transcript([]byte(`{"a":1}`), []byte(`{"b":3}`))),
+		"secret":   computeMAC([]byte("0123456789abcdef-other"), roleDialer, 7, "a", "b", n1, n2, th),
 	}
 	for name, m := range variants {
 		if bytes.Equal(m, base) {

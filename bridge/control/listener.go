@@ -6,28 +6,71 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
 
-// maxPendingHandshakes bounds the handshakes a Listener runs at once, so a
-// flood of silent connections costs at most this many goroutines and
-// sockets for HandshakeConfig.Timeout each.
-const maxPendingHandshakes = 64
+// Limits on connections that have not authenticated yet (defaults of
+// ListenOptions).
+const (
+	// DefaultMaxPending bounds the handshakes a Listener runs at once, so
+	// a flood of silent connections costs at most this many goroutines and
+	// sockets.
+	DefaultMaxPending = 256
+	// DefaultMaxPendingPerAddr bounds the handshakes from one source
+	// address: a single host cannot take all of DefaultMaxPending.
+	DefaultMaxPendingPerAddr = 16
+	// Failed handshakes are logged at most DefaultLogBurst at once, then
+	// one per DefaultLogEvery; the rest are counted.
+	DefaultLogBurst = 10
+	DefaultLogEvery = time.Second
+)
 
-// Listener accepts authenticated control connections. Handshakes run
-// concurrently, so a silent or slow client delays nobody else; failed ones
-// are logged at Warn with the remote address and closed, and the listener
-// goes on.
+// ListenOptions tune a Listener's defences; zero values are the defaults.
+type ListenOptions struct {
+	// MaxPending and MaxPendingPerAddr bound the connections in their
+	// handshake, in all and per source address. A connection beyond a
+	// bound does not wait: the oldest pending handshake (of that address,
+	// or of all) is dropped to make room for it, so a real peer, whose
+	// handshake takes a few round trips, gets through while strangers
+	// hold connections open.
+	MaxPending, MaxPendingPerAddr int
+	// LogBurst and LogEvery rate-limit the log of failed and dropped
+	// handshakes (see LogLimiter).
+	LogBurst int
+	LogEvery time.Duration
+}
+
+// Listener accepts authenticated control connections. The accept loop
+// never waits for a handshake: each runs on its own goroutine, bounded by
+// HandshakeConfig.Timeout (DefaultPreAuthTimeout when zero) and by the
+// limits of ListenOptions, so the kernel's backlog is drained as fast as
+// connections arrive and a silent or slow client delays nobody. Failed
+// handshakes are logged at Warn with the remote address, rate-limited,
+// and closed; the listener goes on.
 type Listener struct {
 	ln     net.Listener
 	cfg    HandshakeConfig
-	log    *slog.Logger
+	opts   ListenOptions
+	lim    *LogLimiter
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	ready  chan accepted  // authenticated connections for Accept
-	slots  chan struct{}  // one token per running handshake
 	wg     sync.WaitGroup // the accept loop and the handshakes
+
+	// mu guards the pending handshakes.
+	mu      sync.Mutex
+	pending []*pendingConn // oldest first
+	perAddr map[netip.Addr]int
+	dropped uint64 // handshakes dropped for newer ones
+}
+
+// pendingConn is a connection in its handshake.
+type pendingConn struct {
+	nc      net.Conn
+	addr    netip.Addr
+	dropped bool // closed to make room; guarded by Listener.mu
 }
 
 type accepted struct {
@@ -35,27 +78,47 @@ type accepted struct {
 	peer Hello
 }
 
-// Listen listens on addr (host:port) and starts accepting. cfg is the
-// acceptor's side of every handshake (Dialer is ignored); a bad cfg is
-// ErrConfig before anything is opened. log may be nil.
+// Listen listens on addr (host:port) with the default ListenOptions.
 func Listen(addr string, cfg HandshakeConfig, log *slog.Logger) (*Listener, error) {
+	return ListenWith(addr, cfg, ListenOptions{}, log)
+}
+
+// ListenWith listens on addr (host:port) and starts accepting. cfg is the
+// acceptor's side of every handshake (Dialer is ignored; Timeout zero means
+// DefaultPreAuthTimeout); a bad cfg is ErrConfig before anything is
+// opened. log may be nil.
+func ListenWith(addr string, cfg HandshakeConfig, opts ListenOptions, log *slog.Logger) (*Listener, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	cfg.Dialer = false
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultPreAuthTimeout
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxPendingPerAddr <= 0 {
+		opts.MaxPendingPerAddr = DefaultMaxPendingPerAddr
+	}
+	opts.MaxPendingPerAddr = min(opts.MaxPendingPerAddr, opts.MaxPending)
+	if opts.LogBurst <= 0 {
+		opts.LogBurst = DefaultLogBurst
+	}
+	if opts.LogEvery <= 0 {
+		opts.LogEvery = DefaultLogEvery
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for control connections on %s: %w", addr, err)
 	}
 	l := &Listener{
-		ln:    ln,
-		cfg:   cfg,
-		log:   log,
-		ready: make(chan accepted),
-		slots: make(chan struct{}, maxPendingHandshakes),
+		ln:      ln,
+		cfg:     cfg,
+		opts:    opts,
+		lim:     NewLogLimiter(log, opts.LogBurst, opts.LogEvery),
+		ready:   make(chan accepted),
+		perAddr: map[netip.Addr]int{},
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Go(l.acceptLoop)
@@ -76,6 +139,14 @@ func (l *Listener) Accept() (*Conn, Hello, error) {
 	}
 }
 
+// Pending returns the number of connections in their handshake now, and
+// how many handshakes were dropped to make room for newer ones so far.
+func (l *Listener) Pending() (pending int, dropped uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending), l.dropped
+}
+
 // Close stops listening, aborts running handshakes, closes authenticated
 // connections nobody accepted, and returns when all its goroutines have.
 // Connections already returned by Accept are the caller's.
@@ -83,6 +154,7 @@ func (l *Listener) Close() error {
 	l.cancel()
 	err := l.ln.Close()
 	l.wg.Wait()
+	l.lim.Flush("control handshakes failed (not logged one by one)")
 	if errors.Is(err, net.ErrClosed) {
 		err = nil // closed twice
 	}
@@ -97,7 +169,7 @@ func (l *Listener) acceptLoop() {
 				return
 			}
 			// Out of descriptors and the like: pause instead of spinning.
-			l.log.Warn("accepting control connection", "err", err)
+			l.lim.Log(slog.LevelWarn, "accepting control connection", "err", err)
 			select {
 			case <-l.ctx.Done():
 				return
@@ -105,27 +177,82 @@ func (l *Listener) acceptLoop() {
 			}
 			continue
 		}
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.ctx.Done():
-			nc.Close()
-			return
+		p := &pendingConn{nc: nc}
+		if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+			p.addr = ap.Addr().Unmap()
 		}
-		l.wg.Go(func() {
-			defer func() { <-l.slots }()
-			l.handshake(nc)
-		})
+		if victim := l.admit(p); victim != nil {
+			victim.nc.Close()
+			l.lim.Log(slog.LevelWarn, "control handshake dropped for a newer connection (too many unauthenticated connections)",
+				"remote", victim.nc.RemoteAddr().String())
+		}
+		l.wg.Go(func() { l.handshake(p) })
 	}
 }
 
-func (l *Listener) handshake(nc net.Conn) {
-	c := NewConn(nc)
+// admit registers p as pending and returns the handshake to drop for it,
+// if a limit is reached: the oldest of p's address when that address is at
+// its limit, else the oldest of all.
+func (l *Listener) admit(p *pendingConn) (victim *pendingConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	vi := -1
+	if l.perAddr[p.addr] >= l.opts.MaxPendingPerAddr {
+		for i, q := range l.pending {
+			if q.addr == p.addr {
+				vi = i
+				break
+			}
+		}
+	} else if len(l.pending) >= l.opts.MaxPending {
+		vi = 0
+	}
+	if vi >= 0 {
+		victim = l.pending[vi]
+		victim.dropped = true
+		l.removeLocked(vi)
+		l.dropped++
+	}
+	l.pending = append(l.pending, p)
+	l.perAddr[p.addr]++
+	return victim
+}
+
+// removeLocked forgets pending[i]. Must hold mu.
+func (l *Listener) removeLocked(i int) {
+	p := l.pending[i]
+	l.pending = append(l.pending[:i], l.pending[i+1:]...)
+	if l.perAddr[p.addr]--; l.perAddr[p.addr] <= 0 {
+		delete(l.perAddr, p.addr)
+	}
+}
+
+// done forgets p once its handshake ended; it reports whether p was
+// dropped for a newer connection meanwhile.
+func (l *Listener) done(p *pendingConn) (dropped bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p.dropped {
+		return true
+	}
+	for i, q := range l.pending {
+		if q == p {
+			l.removeLocked(i)
+			break
+		}
+	}
+	return false
+}
+
+func (l *Listener) handshake(p *pendingConn) {
+	c := NewConn(p.nc)
 	stop := context.AfterFunc(l.ctx, func() { c.Close() })
 	peer, err := Handshake(c, l.cfg)
-	if !stop() || err != nil {
+	dropped := l.done(p)
+	if !stop() || err != nil || dropped {
 		c.Close()
-		if l.ctx.Err() == nil {
-			l.log.Warn("control handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+		if l.ctx.Err() == nil && !dropped {
+			l.lim.Log(slog.LevelWarn, "control handshake failed", "remote", p.nc.RemoteAddr().String(), "err", err)
 		}
 		return
 	}

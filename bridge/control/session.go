@@ -324,6 +324,9 @@ func (s *Session) serve(c *Conn, peer Hello) {
 	if errors.Is(err, ErrDead) || errors.Is(err, ErrProtocol) {
 		lvl = slog.LevelWarn
 	}
+	if errors.Is(err, ErrIntegrity) {
+		lvl = slog.LevelError // someone on the path, or a broken peer
+	}
 	log.Log(context.Background(), lvl, "control connection down", "err", err)
 	if s.cfg.OnDown != nil {
 		s.cfg.OnDown(err)

@@ -33,6 +33,9 @@ type PeerStatus struct {
 	Nodes     []RemoteNode     `json:"nodes"`
 	Endpoints []RemoteEndpoint `json:"endpoints"`
 	Links     []LinkStatus     `json:"links"`
+	// Refused counts the peer's control messages refused as malformed or
+	// over a limit (they are logged at a bounded rate).
+	Refused uint64 `json:"refused"`
 }
 
 // RemoteNode is a node on another host.
