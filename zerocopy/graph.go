@@ -66,6 +66,12 @@ func openGraph(cfg Config) (*graph, error) {
 			if err != nil {
 				return nil, fmt.Errorf("creating graph segment: %w", err)
 			}
+			// One per domain and host, 260 KiB: committed whole, so that
+			// no node registration can fault on a full /dev/shm.
+			if err = seg.Commit(0, uint64(size)); err != nil {
+				seg.Close()
+				return nil, fmt.Errorf("creating graph segment: %w", err)
+			}
 			h := seg.Bytes(0, gStaticEnd)
 			copy(h, graphMagic)
 			binary.LittleEndian.PutUint32(h[8:], GraphVersion)
