@@ -149,10 +149,11 @@ type context struct {
 	small   *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
 }
 
-// smallPoolSize is the pool of the topics ROS creates for itself in every
-// node (services, parameters, /rosout): a node has about sixteen, and the
-// default pool (256 MiB, reserved at creation) for each would fill
-// /dev/shm with a few nodes. RGAPS_RMW_SMALL_POOL_SIZE overrides it.
+// smallPoolSize caps the pool of the topics ROS creates for itself in every
+// node (services, parameters, /rosout). Pools commit only what they carry
+// (docs/ARCHITECTURE.md §3.2), so this is a bound on what one of these topics
+// may take from /dev/shm, not a reservation: a node has about sixteen of
+// them, and their messages are small. RGAPS_RMW_SMALL_POOL_SIZE overrides it.
 const smallPoolSize = 4 << 20
 
 // smallTopic says whether a topic gets a small pool: service request and

@@ -27,12 +27,17 @@ type Config struct {
 	// Set Perm to 0660 (or RGAPS_SHM_MODE=0660) to let that group in.
 	Group int
 
-	// PoolSize is the payload pool of a new topic in bytes (default 256 MiB,
-	// or RGAPS_POOL_SIZE). It is reserved in /dev/shm when the topic is
-	// created.
+	// PoolSize is the cap of the payload pool of a new topic in bytes
+	// (default 256 MiB, or RGAPS_POOL_SIZE). Nothing of it is reserved at
+	// creation: the pool commits /dev/shm as blocks are lent beyond what it
+	// committed before, up to the cap, and keeps it until the topic is
+	// removed. A topic that cannot commit more (a full /dev/shm) fails that
+	// loan or publish with ErrNoSpace.
 	PoolSize uint64
-	// StagingSize is the host pool of a new GPU topic: host copies of
-	// device samples for host readers (default PoolSize).
+	// StagingSize is the host pool cap of a new GPU topic: host copies of
+	// device samples for host readers (default PoolSize). A process that
+	// registers a host pool with CUDA commits all of it first (pinning
+	// touches every page).
 	StagingSize uint64
 	// Device is the CUDA device of GPU pools (default 0, or RGAPS_GPU_DEVICE).
 	Device int
@@ -47,9 +52,13 @@ type Config struct {
 	// published, or taken samples not yet returned (default 256).
 	HeldCap uint32
 	// MaxEndpoints bounds publishers plus subscriptions of a topic on this
-	// host (default 64).
+	// host (default 1024: every node of a host has endpoints on
+	// /parameter_events and /rosout). Slots are committed as endpoints
+	// arrive, so the bound costs address space, not /dev/shm.
 	MaxEndpoints uint32
-	// MaxSamples bounds the samples alive at once in a topic (default 4096).
+	// MaxSamples bounds the samples alive at once in a topic (default
+	// 65536: /rosout keeps up to 100 per node for late joiners). Records
+	// are committed as they are first needed.
 	MaxSamples uint32
 
 	// BlockTimeout is how long a RELIABLE publisher waits for room (a full
@@ -159,10 +168,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.HeldCap = 256
 	}
 	if c.MaxEndpoints == 0 {
-		c.MaxEndpoints = 64
+		c.MaxEndpoints = 1024
 	}
 	if c.MaxSamples == 0 {
-		c.MaxSamples = 4096
+		c.MaxSamples = 65536
 	}
 	if c.HeldCap > 1<<16 || c.MaxEndpoints > 1<<12 || c.MaxSamples > 1<<24 {
 		return c, fmt.Errorf("%w: held capacity, endpoints or samples too large", ErrInvalid)

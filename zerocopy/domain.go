@@ -139,7 +139,7 @@ func (t *Topic) removeIfUnused() {
 	if topicState(t.state.Load()) == topicRemoved {
 		return // unlinked already: the name may belong to a newer segment
 	}
-	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+	for s := uint32(0); s < t.slotCount(); s++ {
 		if slotState(t.u32(t.slotOff(s)+eState).Load()) == slotActive {
 			return
 		}
@@ -311,7 +311,7 @@ func (d *Domain) CleanStale() ([]string, error) {
 // liveEndpoints reports, without the lock, whether a live process owns an
 // endpoint slot.
 func (t *Topic) liveEndpoints() bool {
-	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+	for s := uint32(0); s < t.slotCount(); s++ {
 		so := t.slotOff(s)
 		if slotState(t.u32(so+eState).Load()) != slotFree &&
 			shm.Alive(shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}) {

@@ -216,8 +216,8 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		d.releaseTopic(t)
 		return nil, errTopicRemoved
 	}
-	slot := uint32(0)
-	for ; slot < t.lay.maxEndpoints; slot++ {
+	slot, slots := uint32(0), t.slotCount()
+	for ; slot < slots; slot++ {
 		if slotState(t.u32(t.slotOff(slot)+eState).Load()) == slotFree {
 			break
 		}
@@ -226,6 +226,16 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		t.unlock()
 		d.releaseTopic(t)
 		return nil, fmt.Errorf("topic %s: %w (%d)", t.name, ErrTooManyEndpoints, t.lay.maxEndpoints)
+	}
+	if slot == slots {
+		// Every committed slot is taken: commit one more (fresh pages are
+		// zero, which is a free slot with empty rings).
+		if err := t.seg.Commit(t.slotOff(slot), t.lay.endpointStride); err != nil {
+			t.unlock()
+			d.releaseTopic(t)
+			return nil, fmt.Errorf("topic %s: adding an endpoint slot: %w", t.name, err)
+		}
+		t.u32(hSlots).Store(slot + 1)
 	}
 	e.slot = slot
 	so := t.slotOff(slot)
@@ -270,7 +280,7 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 // Must hold the topic lock.
 func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags) {
 	now := time.Now().UnixNano()
-	for ps := uint32(0); ps < t.lay.maxEndpoints; ps++ {
+	for ps := uint32(0); ps < t.slotCount(); ps++ {
 		so := t.slotOff(ps)
 		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != KindPublisher {
 			continue
@@ -329,7 +339,7 @@ func (e *endpoint) refreshMatches() {
 	peers := make(map[GID]peerInfo, len(e.peers))
 	other := e.kind.other()
 	changed := false
-	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+	for s := uint32(0); s < t.slotCount(); s++ {
 		so := t.slotOff(s)
 		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != other {
 			continue

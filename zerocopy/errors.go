@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
 var (
@@ -34,6 +35,13 @@ var (
 	ErrTooManyLoans = errors.New("too many outstanding loans or taken samples")
 	// ErrTooManyEndpoints reports a topic with MaxEndpoints endpoints already.
 	ErrTooManyEndpoints = errors.New("too many endpoints on topic")
+	// ErrNoSpace reports that /dev/shm had no room for memory a topic
+	// needed: a topic or endpoint slot being created, or pool bytes,
+	// sample records or allocator metadata a loan or publish needed (then
+	// it comes with ErrPoolExhausted). Topics commit their memory as they
+	// use it, up to their caps, so this is the limit of /dev/shm, not of a
+	// topic. It is package shm's value, so errors.Is works across packages.
+	ErrNoSpace = shm.ErrNoSpace
 	// ErrClosed is returned by every method of a closed object.
 	ErrClosed = errors.New("closed")
 	// ErrNotSupported reports a feature this machine lacks (no GPU, no VMM

@@ -128,6 +128,12 @@ func (t *Topic) hostDeviceBase() (DevicePtr, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Pinning touches every page of the pool: commit all of it first, so
+	// that a full /dev/shm is an error here rather than a fault in the
+	// driver (and the commit words stay true).
+	if err := t.commitWord(t.u64(hPoolCommitted), t.lay.poolOff, t.lay.poolSize, t.lay.poolSize); err != nil {
+		return 0, fmt.Errorf("pinning the host pool of %s: %w", t.name, err)
+	}
 	if err := dev.HostRegister(t.pool, cuda.HostRegisterPortable|cuda.HostRegisterDeviceMap); err != nil {
 		return 0, fmt.Errorf("pinning the host pool of %s: %w", t.name, err)
 	}
@@ -228,7 +234,7 @@ func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 	so := t.sampleOff(n)
 	size := t.u64(so + sSize).Load()
 	hoff, doff := t.u64(so+sOffset).Load(), t.u64(so+sDevOffset).Load()
-	if hoff > t.lay.poolSize || size > t.lay.poolSize-hoff || doff > t.lay.devPoolSize || size > t.lay.devPoolSize-doff {
+	if pc := t.poolCommitted(); hoff > pc || size > pc-hoff || doff > t.lay.devPoolSize || size > t.lay.devPoolSize-doff {
 		return fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offsets %d/%d", ErrCorrupt, t.name, n, size, hoff, doff)
 	}
 	host := t.pool[hoff : hoff+size : hoff+size]

@@ -66,6 +66,12 @@ func openGraph(cfg Config) (*graph, error) {
 			if err != nil {
 				return nil, fmt.Errorf("creating graph segment: %w", err)
 			}
+			// One per domain and host, 260 KiB: committed whole, so that
+			// no node registration can fault on a full /dev/shm.
+			if err = seg.Commit(0, uint64(size)); err != nil {
+				seg.Close()
+				return nil, fmt.Errorf("creating graph segment: %w", err)
+			}
 			h := seg.Bytes(0, gStaticEnd)
 			copy(h, graphMagic)
 			binary.LittleEndian.PutUint32(h[8:], GraphVersion)
@@ -298,7 +304,10 @@ type TopicInfo struct {
 	Publishers, Subscriptions int // excluding the bridge daemon's endpoints
 	Bridged                   int // the bridge daemon's endpoints
 	PoolSize, PoolFree        uint64
-	Path                      string
+	// ShmUsage is the /dev/shm memory the topic's segment uses now: what
+	// it committed, however large its pool may grow (PoolSize).
+	ShmUsage uint64
+	Path     string
 }
 
 // Topics lists the topics of the domain that have live endpoints on this host.
@@ -377,9 +386,9 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 		return nil, ti, err
 	}
 	defer t.unlock()
-	ti = TopicInfo{Name: t.name, Type: t.typ, Path: t.lay.poolKind.Path(), PoolSize: t.lay.poolSize, PoolFree: t.alloc.Stats().FreeBytes}
+	ti = TopicInfo{Name: t.name, Type: t.typ, Path: t.lay.poolKind.Path(), PoolSize: t.lay.poolSize, PoolFree: t.alloc.Stats().FreeBytes, ShmUsage: t.ShmUsage()}
 	var out []EndpointInfo
-	for s := uint32(0); s < t.lay.maxEndpoints; s++ {
+	for s := uint32(0); s < t.slotCount(); s++ {
 		so := t.slotOff(s)
 		if slotState(t.u32(so+eState).Load()) != slotActive {
 			continue

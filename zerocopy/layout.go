@@ -17,7 +17,39 @@ package zerocopy
 //	                     topic's device pool lives in device memory owned by
 //	                     the daemon (package gpupool).
 //
-// Everything in the segment is an offset; no address is ever stored.
+// Every region starts on a page. Everything in the segment is an offset; no
+// address is ever stored.
+//
+// Commit rule (version 2). The segment is a sparse file whose size is the
+// cap (every region at its maximum); a page uses /dev/shm only once
+// committed (fallocate, shm.Segment.Commit). Touching a page that is not
+// committed, even to read it, is forbidden: it would allocate the page
+// behind the engine's back, and kill the process with SIGBUS when /dev/shm
+// is full. Each region grows from its start, and a header word says how far
+// it is committed; the word is raised only after the commit succeeded, so a
+// reader that loads the word may touch everything below it:
+//
+//	header              committed at creation
+//	endpoint slots      [0, hSlots) committed and formatted; a new slot is
+//	                    committed when no slot below hSlots is free
+//	sample records      [1, hSamplesMade] committed; records past it are
+//	                    free without being on the free list: newSample takes
+//	                    record hSamplesMade+1 when the free list is empty
+//	TLSF metadata       [0, hMetaCommitted) bytes (hDevMetaCommitted for the
+//	                    device pool's); the allocator touches only
+//	                    MetaBytes(0), and an Alloc MetaBytes(2), which is
+//	                    committed before the Alloc
+//	host pool           [0, hPoolCommitted) bytes; a block the allocator
+//	                    hands out past it is committed before it is lent.
+//	                    TLSF carves blocks from the front of its big free
+//	                    block, so the committed prefix follows the bytes
+//	                    really in use at once, not the cap
+//
+// Committing is idempotent, so the words are raised by compare-and-swap to
+// a maximum and racing committers need no lock; a process dying between a
+// commit and the raise leaves committed pages that the next raise counts.
+// A commit that finds /dev/shm full fails that one operation with an error
+// wrapping ErrNoSpace (and ErrPoolExhausted for a loan or publish).
 const (
 	TopicVersion = 2
 	topicMagic   = "RGAPSTPC"
@@ -65,6 +97,13 @@ const (
 	hDeadPubs     = 920 // u32 publishers reclaimed after their process died
 	hDeadSubs     = 924 // u32 subscribers reclaimed after their process died
 	hRepairs      = 928 // u32 repairs run after a lock holder died
+
+	// commit words (see the commit rule above)
+	hSlots            = 960 // u32 endpoint slots committed
+	hSamplesMade      = 964 // u32 sample records committed (numbers 1..hSamplesMade)
+	hPoolCommitted    = 968 // u64 host pool bytes committed, from its start
+	hMetaCommitted    = 976 // u64 host TLSF metadata bytes committed
+	hDevMetaCommitted = 984 // u64 device TLSF metadata bytes committed
 
 	nameMax = 256
 )

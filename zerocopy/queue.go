@@ -26,11 +26,22 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 		return 0, err
 	}
 	head := t.u32(hFreeSample)
-	n := head.Load()
-	if n == 0 {
-		return 0, fmt.Errorf("%w: all %d sample records in use", ErrPoolExhausted, t.lay.maxSamples)
-	}
-	if n > t.lay.maxSamples {
+	n, made := head.Load(), t.samplesMade()
+	fresh := n == 0
+	if fresh {
+		// The free list is empty: make the next record, committing its
+		// page when it starts one. hSamplesMade is raised only once the
+		// sample has its block, so a failure below leaves no record behind.
+		if made >= t.lay.maxSamples {
+			return 0, fmt.Errorf("%w: all %d sample records in use", ErrPoolExhausted, t.lay.maxSamples)
+		}
+		n = made + 1
+		if off := t.sampleOff(n); off%pageSize < sampleStride {
+			if err := t.seg.Commit(off, sampleStride); err != nil {
+				return 0, fmt.Errorf("%w: topic %s: %w", ErrPoolExhausted, t.name, err)
+			}
+		}
+	} else if n > made {
 		return 0, fmt.Errorf("%w: free sample list names sample %d", ErrCorrupt, n)
 	}
 	so := t.sampleOff(n)
@@ -39,7 +50,11 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
 		return 0, err
 	}
-	head.Store(t.u32(so + sNext).Load())
+	if fresh {
+		t.u32(hSamplesMade).Store(n)
+	} else {
+		head.Store(t.u32(so + sNext).Load())
+	}
 	t.u32(so + sState).Store(uint32(sampleLoaned))
 	t.u32(so + sRefs).Store(1)
 	t.u64(so + sSize).Store(size)
@@ -59,6 +74,9 @@ func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
 		a, poolSize, what = t.dalloc, t.lay.devPoolSize, "device"
 		blockF, offF = sDevBlock, sDevOffset
 	}
+	if err := t.commitMeta(dev); err != nil {
+		return fmt.Errorf("%w: %w", ErrPoolExhausted, err)
+	}
 	b, err := a.Alloc(size, 0)
 	switch {
 	case errors.Is(err, tlsf.ErrTooLarge):
@@ -68,6 +86,14 @@ func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
 		return fmt.Errorf("%w: %d bytes asked, %d of %d free in the %s pool, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, what, st.LargestFree)
 	case err != nil:
 		return fmt.Errorf("allocating %d bytes: %w", size, err)
+	}
+	if !dev {
+		// Lend only committed bytes: a block past the committed prefix
+		// commits up to its end first (the commit rule in layout.go).
+		if err := t.commitPool(b.Offset + b.Size); err != nil {
+			a.Free(b.Index)
+			return fmt.Errorf("%w: %d bytes asked: %w", ErrPoolExhausted, size, err)
+		}
 	}
 	so := t.sampleOff(n)
 	t.u64(so + offF).Store(b.Offset)
@@ -216,7 +242,8 @@ func (t *Topic) popRing(slot uint32) uint32 {
 // validSample reports whether n can name a sample; numbers read from shared
 // memory are checked before use, so a damaged segment costs a sample, not a
 // crash or a write to the wrong place.
-func (t *Topic) validSample(n uint32) bool { return n >= 1 && n <= t.lay.maxSamples }
+// Only committed records are valid (the commit rule in layout.go).
+func (t *Topic) validSample(n uint32) bool { return n >= 1 && n <= t.samplesMade() }
 
 // clearSlot drops every reference slot holds and frees the slot.
 func (t *Topic) clearSlot(slot uint32) {
@@ -254,18 +281,19 @@ func (t *Topic) repair() error {
 			return fmt.Errorf("%w: topic %s: device pool allocator: %v", ErrCorrupt, t.name, err)
 		}
 	}
-	refs := make([]uint32, l.maxSamples+1)
+	made := t.samplesMade()
+	refs := make([]uint32, made+1)
 	count := func(n uint32) error {
 		if n == 0 {
 			return nil // a cleared word: it holds no reference (pops skip it)
 		}
-		if n > l.maxSamples {
+		if n > made {
 			return fmt.Errorf("%w: topic %s: reference to sample %d", ErrCorrupt, t.name, n)
 		}
 		refs[n]++
 		return nil
 	}
-	for slot := uint32(0); slot < l.maxEndpoints; slot++ {
+	for slot := uint32(0); slot < t.slotCount(); slot++ {
 		so := t.slotOff(slot)
 		if st := slotState(t.u32(so + eState).Load()); st != slotActive && st != slotReclaiming {
 			continue
@@ -294,7 +322,7 @@ func (t *Topic) repair() error {
 	allocs := [2]*tlsf.Allocator{t.alloc, t.dalloc}
 	fields := [2]uint64{sBlock, sDevBlock}
 	var free, used uint32
-	for n := l.maxSamples; n >= 1; n-- {
+	for n := made; n >= 1; n-- {
 		so := t.sampleOff(n)
 		st := sampleState(t.u32(so + sState).Load())
 		if st != sampleFree {
@@ -385,7 +413,7 @@ func (t *Topic) reclaimDead() (int, error) {
 	}
 	var dead []cand
 	alive := map[shm.Owner]bool{}
-	for slot := uint32(0); slot < t.lay.maxEndpoints; slot++ {
+	for slot := uint32(0); slot < t.slotCount(); slot++ {
 		so := t.slotOff(slot)
 		switch slotState(t.u32(so + eState).Load()) {
 		case slotReclaiming:

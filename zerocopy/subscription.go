@@ -149,7 +149,8 @@ func (s *Subscription) take() (*Sample, error) {
 	smp := &Sample{s: s, n: n}
 	smp.info.Offset = t.u64(so + sOffset).Load()
 	size := t.u64(so + sSize).Load()
-	hostBad := t.u32(so+sBlock).Load() != 0 && (smp.info.Offset > t.lay.poolSize || size > t.lay.poolSize-smp.info.Offset)
+	pc := t.poolCommitted()
+	hostBad := t.u32(so+sBlock).Load() != 0 && (smp.info.Offset > pc || size > pc-smp.info.Offset)
 	devOff := t.u64(so + sDevOffset).Load()
 	devBad := t.u32(so+sDevBlock).Load() != 0 && (devOff > t.lay.devPoolSize || size > t.lay.devPoolSize-devOff)
 	if hostBad || devBad {

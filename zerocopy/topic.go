@@ -34,13 +34,18 @@ type layout struct {
 // devGranule aligns device blocks for any vectorised kernel access.
 const devGranuleDefault = 256
 
+// pageSize is the commit unit the layout aligns regions to (the page size
+// of every Linux target that matters; a larger page only makes commits
+// coarser).
+const pageSize = 4096
+
 func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples uint32, poolSize, granule, devPoolSize, devGranule uint64) layout {
 	l := layout{poolKind: kind, maxEndpoints: maxEndpoints, queueCap: queueCap, heldCap: heldCap, maxSamples: maxSamples, granule: granule}
 	l.poolSize = poolSize &^ (granule - 1)
 	l.endpointStride = align(eRing+4*uint64(queueCap)+4*uint64(heldCap), 64)
 	l.endpointsOff = headerSize
-	l.samplesOff = align(l.endpointsOff+uint64(maxEndpoints)*l.endpointStride, 64)
-	l.tlsfOff = align(l.samplesOff+uint64(maxSamples)*sampleStride, 64)
+	l.samplesOff = align(l.endpointsOff+uint64(maxEndpoints)*l.endpointStride, pageSize)
+	l.tlsfOff = align(l.samplesOff+uint64(maxSamples)*sampleStride, pageSize)
 	// Every live block belongs to a sample, and free blocks never touch, so
 	// 2*maxSamples+1 descriptors always suffice (per pool).
 	l.maxBlocks = 2*uint64(maxSamples) + 2
@@ -49,11 +54,11 @@ func computeLayout(kind PoolKind, maxEndpoints, queueCap, heldCap, maxSamples ui
 	if kind == PoolGPU {
 		l.devGranule = devGranule
 		l.devPoolSize = devPoolSize &^ (devGranule - 1)
-		l.devTLSFOff = end
+		l.devTLSFOff = align(end, pageSize)
 		l.devTLSFSize = l.tlsfSize
 		end = l.devTLSFOff + l.devTLSFSize
 	}
-	l.poolOff = align(end, max(4096, granule))
+	l.poolOff = align(end, max(pageSize, granule))
 	l.total = l.poolOff + l.poolSize
 	return l
 }
@@ -201,6 +206,10 @@ func createSegment(cfg Config, name, topic, typ string, kind PoolKind) (*shm.Seg
 	if err != nil {
 		return nil, err
 	}
+	if err := seg.Commit(0, headerSize); err != nil {
+		seg.Close()
+		return nil, err
+	}
 	h := seg.Bytes(0, headerSize)
 	le := binary.LittleEndian
 	copy(h[hMagic:], topicMagic)
@@ -228,25 +237,31 @@ func createSegment(cfg Config, name, topic, typ string, kind PoolKind) (*shm.Seg
 	le.PutUint64(h[hDevGranule:], l.devGranule)
 	le.PutUint64(h[hInstance:], rand.Uint64()|1)
 	le.PutUint32(h[hCRC:], crc32.Checksum(h[:hStaticEnd], castagnoli))
+	// What Init writes of the allocators' metadata (tlsf.MetaSize(1): the
+	// header and descriptors 0 and 1) is all that is committed besides the
+	// header: slots, sample records and pool bytes come with their first use.
+	metaInit := align(uint64(tlsf.MetaSize(1)), pageSize)
+	if err := seg.Commit(l.tlsfOff, metaInit); err != nil {
+		seg.Close()
+		return nil, err
+	}
 	if _, err := tlsf.Init(seg.Bytes(l.tlsfOff, l.tlsfSize), l.poolSize, uint32(l.maxBlocks), l.granule); err != nil {
 		seg.Close()
 		return nil, fmt.Errorf("formatting pool allocator: %w", err)
 	}
+	le.PutUint64(h[hMetaCommitted:], metaInit)
 	if kind == PoolGPU {
+		if err := seg.Commit(l.devTLSFOff, metaInit); err != nil {
+			seg.Close()
+			return nil, err
+		}
 		if _, err := tlsf.Init(seg.Bytes(l.devTLSFOff, l.devTLSFSize), l.devPoolSize, uint32(l.maxBlocks), l.devGranule); err != nil {
 			seg.Close()
 			return nil, fmt.Errorf("formatting device pool allocator: %w", err)
 		}
+		le.PutUint64(h[hDevMetaCommitted:], metaInit)
 	}
-	// Free sample list: 1 → 2 → … → maxSamples → 0.
-	for i := uint32(1); i <= l.maxSamples; i++ {
-		next := i + 1
-		if i == l.maxSamples {
-			next = 0
-		}
-		le.PutUint32(seg.Bytes(l.samplesOff+uint64(i-1)*sampleStride+sNext, 4), next)
-	}
-	le.PutUint32(h[hFreeSample:], 1)
+	// No sample record exists yet (hSamplesMade 0, empty free list).
 	if err := seg.Publish(); err != nil {
 		seg.Close()
 		return nil, err
@@ -393,6 +408,76 @@ func (t *Topic) unlock() { t.lk.Unlock() }
 
 func (t *Topic) u32(off uint64) *atomic.Uint32 { return t.seg.Uint32(off) }
 func (t *Topic) u64(off uint64) *atomic.Uint64 { return t.seg.Uint64(off) }
+
+// slotCount is the number of committed endpoint slots: scans of the slots
+// stop there (the commit rule in layout.go).
+func (t *Topic) slotCount() uint32 { return min(t.u32(hSlots).Load(), t.lay.maxEndpoints) }
+
+// samplesMade is the number of committed sample records.
+func (t *Topic) samplesMade() uint32 { return min(t.u32(hSamplesMade).Load(), t.lay.maxSamples) }
+
+// commitWord commits the bytes [0, want) of the region at base whose
+// committed length is in w, and raises w (to a maximum: racing committers
+// need no lock). want is rounded up to a page, but not past limit, the
+// region's size.
+func (t *Topic) commitWord(w *atomic.Uint64, base, want, limit uint64) error {
+	have := w.Load()
+	if want <= have {
+		return nil
+	}
+	want = min(align(want, pageSize), limit)
+	if err := t.seg.Commit(base+have, want-have); err != nil {
+		return fmt.Errorf("topic %s: %w", t.name, err)
+	}
+	for {
+		cur := w.Load()
+		if cur >= want || w.CompareAndSwap(cur, want) {
+			return nil
+		}
+	}
+}
+
+// commitMeta commits what the next Alloc of the host (or device) pool's
+// allocator may touch of its metadata.
+func (t *Topic) commitMeta(dev bool) error {
+	a, word, base := t.alloc, uint64(hMetaCommitted), t.lay.tlsfOff
+	if dev {
+		a, word, base = t.dalloc, hDevMetaCommitted, t.lay.devTLSFOff
+	}
+	need := uint64(a.MetaBytes(2))
+	w := t.u64(word)
+	if need <= w.Load() {
+		return nil // the hot path: no system call
+	}
+	// A page more than needed: a page holds about a hundred descriptors.
+	return t.commitWord(w, base, need+pageSize, t.lay.tlsfSize)
+}
+
+// commitPool makes the host pool's first end bytes usable. It grows the
+// committed prefix by a quarter more than asked, so a pool filling up costs
+// a logarithmic number of system calls, and then exactly as asked when
+// /dev/shm cannot give the extra.
+func (t *Topic) commitPool(end uint64) error {
+	w := t.u64(hPoolCommitted)
+	if end <= w.Load() {
+		return nil // the hot path: no system call
+	}
+	if err := t.commitWord(w, t.lay.poolOff, end+end/4, t.lay.poolSize); err == nil {
+		return nil
+	}
+	return t.commitWord(w, t.lay.poolOff, end, t.lay.poolSize)
+}
+
+// poolCommitted is how many bytes from the start of the host pool may be
+// touched.
+func (t *Topic) poolCommitted() uint64 { return min(t.u64(hPoolCommitted).Load(), t.lay.poolSize) }
+
+// ShmUsage is the /dev/shm memory the topic's segment uses now, in bytes
+// (what is committed, not the cap).
+func (t *Topic) ShmUsage() uint64 {
+	u, _ := t.seg.Usage()
+	return u
+}
 
 func (t *Topic) slotOff(slot uint32) uint64 {
 	return t.lay.endpointsOff + uint64(slot)*t.lay.endpointStride

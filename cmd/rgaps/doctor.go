@@ -52,8 +52,10 @@ func doctor(w io.Writer) {
 	} else {
 		total, free := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
 		fmt.Fprintf(w, "  /dev/shm         %s free of %s\n", human(free), human(total))
-		if cfg, err := (zerocopy.Config{}).FromEnv(); err == nil && free < cfg.PoolSize*2 {
-			fix("/dev/shm has room for fewer than two topic pools of %s: mount -o remount,size=<larger> /dev/shm, or set RGAPS_POOL_SIZE", human(cfg.PoolSize))
+		// Topics commit what they use, so a small /dev/shm runs many small
+		// topics; only a topic whose pool fills up to its cap needs that much.
+		if cfg, err := (zerocopy.Config{}).FromEnv(); err == nil && free < cfg.PoolSize {
+			fix("/dev/shm cannot hold one topic pool filled to its cap of %s (small topics are fine; a full one fails with \"no space left in /dev/shm\"): mount -o remount,size=<larger> /dev/shm, or lower RGAPS_POOL_SIZE", human(cfg.PoolSize))
 		}
 	}
 

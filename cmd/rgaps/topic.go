@@ -859,7 +859,7 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 	}
 	fmt.Fprintf(bw, "Data path: %s\n", ti.Path)
 	if ti.PoolSize > 0 {
-		fmt.Fprintf(bw, "Pool: %s (%d bytes), %s free (%d bytes)\n", humanBytes(ti.PoolSize), ti.PoolSize, humanBytes(ti.PoolFree), ti.PoolFree)
+		fmt.Fprintf(bw, "Pool: %s (%d bytes), %s free (%d bytes), segment uses %s of /dev/shm\n", humanBytes(ti.PoolSize), ti.PoolSize, humanBytes(ti.PoolFree), ti.PoolFree, humanBytes(ti.ShmUsage))
 	}
 	for _, group := range []struct {
 		title string

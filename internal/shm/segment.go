@@ -23,20 +23,31 @@ var ErrExist = errors.New("shared-memory segment already exists")
 // ErrNotExist is returned by Open when no segment of that name exists.
 var ErrNotExist = errors.New("shared-memory segment does not exist")
 
+// ErrNoSpace is returned (wrapped, together with ENOSPC) by Commit when the
+// file system behind Dir has no room left for the range.
+var ErrNoSpace = errors.New("no space left in " + Dir)
+
 // Segment is one mapped POSIX shared-memory object. All methods that take
 // offsets panic on an offset outside the mapping or a misaligned word: those
 // are programming errors of the format owner, not input errors (the format
 // owner validates sizes read from shared memory before using them).
+//
+// A segment is a sparse file: its size is fixed at creation, but it uses
+// memory only for the ranges that were committed (Commit) or touched.
+// Touching a page that was never committed, even to read it, allocates it
+// and, when the file system is full, kills the process with SIGBUS; so the
+// format owner commits every range before anything touches it.
 type Segment struct {
 	name string // final name under Dir
 	tmp  string // temporary name until Publish; "" once published or opened
+	fd   int    // kept open for Commit; -1 once closed
 	data []byte
 }
 
 // Create makes a new, unpublished segment of size bytes with the given
-// permission bits (e.g. 0600, or 0660 for group access). Space is reserved
-// with fallocate, so a full /dev/shm fails here with ENOSPC rather than with a
-// SIGBUS on first touch. The segment lives under a temporary name until
+// permission bits (e.g. 0600, or 0660 for group access). The segment is
+// sparse: nothing is committed yet, and the caller must Commit every range
+// before touching it. The segment lives under a temporary name until
 // Publish links it to name, so other processes never see it half-initialised.
 func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error) {
 	if err := checkName(name); err != nil {
@@ -51,8 +62,8 @@ func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %q: %w", name, err)
 	}
-	defer unix.Close(fd)
 	fail := func(what string, err error) (*Segment, error) {
+		unix.Close(fd)
 		unix.Unlink(path)
 		return nil, fmt.Errorf("creating segment %q: %s: %w", name, what, err)
 	}
@@ -65,14 +76,14 @@ func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error
 			return fail("fchown", err)
 		}
 	}
-	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
-		return fail(fmt.Sprintf("reserving %d bytes in %s", size, Dir), err)
+	if err := unix.Ftruncate(fd, size); err != nil {
+		return fail("sizing", err)
 	}
 	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fail("mmap", err)
 	}
-	return &Segment{name: name, tmp: tmp, data: data}, nil
+	return &Segment{name: name, tmp: tmp, fd: fd, data: data}, nil
 }
 
 // Publish makes a created segment visible under its final name, atomically.
@@ -108,19 +119,63 @@ func Open(name string, minSize int64) (*Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening segment %q: %w", name, err)
 	}
-	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
 		return nil, fmt.Errorf("opening segment %q: %w", name, err)
 	}
 	if st.Size < minSize {
+		unix.Close(fd)
 		return nil, fmt.Errorf("opening segment %q: size %d is smaller than the %d-byte minimum (truncated?)", name, st.Size, minSize)
 	}
 	data, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
+		unix.Close(fd)
 		return nil, fmt.Errorf("mapping segment %q: %w", name, err)
 	}
-	return &Segment{name: name, data: data}, nil
+	return &Segment{name: name, fd: fd, data: data}, nil
+}
+
+// Commit makes the pages covering [off, off+n) use memory now (fallocate),
+// so that touching them can never fault for lack of space: a full file
+// system fails here, with an error wrapping ErrNoSpace and ENOSPC, instead
+// of with a SIGBUS later. Committing a committed range is a no-op, so
+// processes racing to commit the same range need no coordination.
+func (s *Segment) Commit(off, n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	if s.fd < 0 {
+		return fmt.Errorf("committing in segment %q: closed", s.name)
+	}
+	page := uint64(os.Getpagesize())
+	start, end := off&^(page-1), min((off+n+page-1)&^(page-1), uint64(len(s.data)))
+	if off+n < off || off+n > uint64(len(s.data)) {
+		panic(fmt.Sprintf("shm: commit [%d,+%d) outside segment %q of %d bytes", off, n, s.name, len(s.data)))
+	}
+	for {
+		err := unix.Fallocate(s.fd, 0, int64(start), int64(end-start))
+		if err == unix.EINTR {
+			continue
+		}
+		if errors.Is(err, unix.ENOSPC) {
+			return fmt.Errorf("committing %d bytes of segment %q: %w (%w)", end-start, s.name, ErrNoSpace, err)
+		}
+		if err != nil {
+			return fmt.Errorf("committing %d bytes of segment %q: %w", end-start, s.name, err)
+		}
+		return nil
+	}
+}
+
+// Usage is the memory the segment's file uses now, in bytes (its allocated
+// blocks): what it costs in Dir, whatever its size.
+func (s *Segment) Usage() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(s.fd, &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Blocks) * 512, nil
 }
 
 // Unlink removes a published segment's name. Mappings stay valid.
@@ -172,6 +227,10 @@ func (s *Segment) Close() error {
 	if s.tmp != "" {
 		unix.Unlink(filepath.Join(Dir, s.tmp))
 		s.tmp = ""
+	}
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
 	}
 	if s.data == nil {
 		return nil
@@ -227,12 +286,10 @@ func LocalWords(n int) ([]*atomic.Uint32, error) {
 // instead of corrupting what every other subscriber reads.
 func (s *Segment) ReadOnlyView(off, n uint64) ([]byte, error) {
 	s.check(off, n, uint64(os.Getpagesize()))
-	fd, err := unix.Open(filepath.Join(Dir, s.name), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, fmt.Errorf("opening %q read-only: %w", s.name, err)
+	if s.fd < 0 {
+		return nil, fmt.Errorf("mapping %q read-only: closed", s.name)
 	}
-	defer unix.Close(fd)
-	b, err := unix.Mmap(fd, int64(off), int(n), unix.PROT_READ, unix.MAP_SHARED)
+	b, err := unix.Mmap(s.fd, int64(off), int(n), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %q read-only: %w", s.name, err)
 	}

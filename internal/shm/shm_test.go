@@ -146,3 +146,45 @@ func TestLockMutualExclusion(t *testing.T) {
 		t.Fatalf("counter %d, want 16000", counter.Load())
 	}
 }
+
+// A created segment is sparse: it uses no memory until a range is
+// committed, and then exactly the pages covering that range, however often
+// (and by however many mappings) it is committed again.
+func TestCommitSparse(t *testing.T) {
+	page := uint64(os.Getpagesize())
+	s, err := Create(name(t), 64<<20, 0o600, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	usage := func() uint64 {
+		t.Helper()
+		u, err := s.Usage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if u := usage(); u != 0 {
+		t.Fatalf("fresh 64 MiB segment uses %d bytes, want 0", u)
+	}
+	// [page-8, page+8) straddles two pages.
+	for i := 0; i < 3; i++ {
+		if err := s.Commit(page-8, 16); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := usage(); u != 2*page {
+		t.Fatalf("after committing two pages: %d bytes used, want %d", u, 2*page)
+	}
+	if err := s.Commit(32<<20, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(); u != 2*page+1<<20 {
+		t.Fatalf("after committing 1 MiB more: %d bytes used, want %d", u, 2*page+1<<20)
+	}
+	s.Uint64(page).Store(7) // committed pages are usable
+	if err := s.Commit(0, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,6 +22,18 @@
  *   rmw_proc live_watch subscribes to /lively, prints MATCHED once the
  *                       publisher is alive, then expects the liveliness
  *                       changed event of its death
+ *   rmw_proc ros_node talker|listener NS
+ *                       a demo_nodes_cpp talker or listener in namespace NS
+ *                       with what rclcpp gives every node: /rosout (its
+ *                       QoS), /parameter_events (publisher and
+ *                       subscription) and the seven parameter and type
+ *                       description services, under their real names and
+ *                       types. The talker publishes std_msgs/String on
+ *                       NS/chatter every 100 ms and logs each to /rosout;
+ *                       the listener prints RECEIVED once it has three
+ *                       messages and a reply from the talker's
+ *                       get_parameters service. Both serve their services
+ *                       until stdin closes
  *
  * Each role prints PASS/FAIL lines and exits 0 only without failures.
  */
@@ -352,10 +364,201 @@ static int live_watch(void)
 	return 0;
 }
 
+/* Types of the topics rclcpp creates in every node. The payloads are the
+ * harness's own (a string, or AddTwoInts for the services): what matters
+ * here is the names, types and QoS of the topics. */
+#define H_MSG_AS(NS, NAME, T, ID)                                                             \
+	static const rosidl_typesupport_introspection_c__MessageMembers ID##_mm = {          \
+		NS, NAME, sizeof T##_members / sizeof T##_members[0], sizeof(T), false, T##_members, \
+		T##_init, T##_fini};                                                         \
+	static const rosidl_message_type_support_t ID##_ts = {"rosidl_typesupport_introspection_c", \
+		&ID##_mm, h_handle, NULL, NULL, NULL};
+#define H_SRV_AS(NS, NAME, ID)                                                                          \
+	H_MSG_AS(NS, NAME "_Request", AddTwoInts_Request, ID##_Request)                                \
+	H_MSG_AS(NS, NAME "_Response", AddTwoInts_Response, ID##_Response)                             \
+	static const rosidl_typesupport_introspection_c__ServiceMembers ID##_sm = {                    \
+		NS, NAME, &ID##_Request_mm, &ID##_Response_mm, NULL};                                  \
+	static const rosidl_service_type_support_t ID##_ts = {"rosidl_typesupport_introspection_c", \
+		&ID##_sm, h_srv_handle, &ID##_Request_ts, &ID##_Response_ts, NULL, NULL, NULL, NULL, NULL, NULL};
+
+H_MSG_AS("rcl_interfaces__msg", "Log", String, Log)
+H_MSG_AS("rcl_interfaces__msg", "ParameterEvent", String, ParameterEvent)
+H_SRV_AS("rcl_interfaces__srv", "DescribeParameters", DescribeParameters)
+H_SRV_AS("rcl_interfaces__srv", "GetParameters", GetParameters)
+H_SRV_AS("rcl_interfaces__srv", "GetParameterTypes", GetParameterTypes)
+H_SRV_AS("rcl_interfaces__srv", "ListParameters", ListParameters)
+H_SRV_AS("rcl_interfaces__srv", "SetParameters", SetParameters)
+H_SRV_AS("rcl_interfaces__srv", "SetParametersAtomically", SetParametersAtomically)
+H_SRV_AS("type_description_interfaces__srv", "GetTypeDescription", GetTypeDescription)
+
+static const struct {
+	const char *name;
+	const rosidl_service_type_support_t *ts;
+} node_services[] = {
+	{"describe_parameters", &DescribeParameters_ts},
+	{"get_parameters", &GetParameters_ts},
+	{"get_parameter_types", &GetParameterTypes_ts},
+	{"list_parameters", &ListParameters_ts},
+	{"set_parameters", &SetParameters_ts},
+	{"set_parameters_atomically", &SetParametersAtomically_ts},
+	{"get_type_description", &GetTypeDescription_ts},
+};
+#define NODE_SERVICES (sizeof node_services / sizeof node_services[0])
+
+/* rclcpp's QoS for /rosout (rcl_qos_profile_rosout_default), for
+ * /parameter_events and for services. */
+static const rmw_qos_profile_t qos_rosout = {RMW_QOS_POLICY_HISTORY_KEEP_LAST, 1000,
+	RMW_QOS_POLICY_RELIABILITY_RELIABLE, RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL, RMW_DURATION_UNSPECIFIED,
+	{10, 0}, RMW_QOS_POLICY_LIVELINESS_AUTOMATIC, RMW_DURATION_UNSPECIFIED, false};
+static const rmw_qos_profile_t qos_param_events = {RMW_QOS_POLICY_HISTORY_KEEP_LAST, 1000,
+	RMW_QOS_POLICY_RELIABILITY_RELIABLE, RMW_QOS_POLICY_DURABILITY_VOLATILE, RMW_DURATION_UNSPECIFIED,
+	RMW_DURATION_UNSPECIFIED, RMW_QOS_POLICY_LIVELINESS_AUTOMATIC, RMW_DURATION_UNSPECIFIED, false};
+
+static int ros_node(const char *role, const char *ns)
+{
+	int talker = strcmp(role, "talker") == 0;
+	MUST(talker || strcmp(role, "listener") == 0);
+	rmw_node_t *n = rmw_create_node(&ctx, role, ns);
+	MUST(n != NULL);
+	char name[256];
+	rmw_publisher_t *rosout = rmw_create_publisher(n, &Log_ts, "/rosout", &qos_rosout, &po);
+	rmw_publisher_t *pev = rmw_create_publisher(n, &ParameterEvent_ts, "/parameter_events", &qos_param_events, &po);
+	rmw_subscription_t *sev = rmw_create_subscription(n, &ParameterEvent_ts, "/parameter_events", &qos_param_events, &so);
+	MUST(rosout && pev && sev);
+	rmw_service_t *svc[NODE_SERVICES];
+	for (size_t i = 0; i < NODE_SERVICES; i++) {
+		snprintf(name, sizeof name, "%s/%s/%s", ns, role, node_services[i].name);
+		svc[i] = rmw_create_service(n, node_services[i].ts, name, &h_qos_default);
+		MUST(svc[i] != NULL);
+	}
+	snprintf(name, sizeof name, "%s/chatter", ns);
+	rmw_publisher_t *chat = NULL;
+	rmw_subscription_t *heard = NULL;
+	rmw_client_t *cl = NULL;
+	if (talker) {
+		chat = rmw_create_publisher(n, &String_ts, name, &h_qos_default, &po);
+		MUST(chat != NULL);
+	} else {
+		heard = rmw_create_subscription(n, &String_ts, name, &h_qos_default, &so);
+		snprintf(name, sizeof name, "%s/talker/get_parameters", ns);
+		cl = rmw_create_client(n, &GetParameters_ts, name, &h_qos_default);
+		MUST(heard && cl);
+	}
+	rmw_wait_set_t *nws = rmw_create_wait_set(&ctx, NODE_SERVICES + 3);
+	MUST(nws != NULL);
+	String m;
+	String_init(&m, 0);
+	string_set(&m, "use_sim_time declared");
+	CHECK_RC(rmw_publish(pev, &m, NULL), RMW_RET_OK);
+	printf("READY\n");
+	fflush(stdout);
+
+	int sent = 0, got = 0, replied = 0, requested = 0, reported = 0;
+	int64_t seq = 0, next_pub = h_now_ns();
+	char text[128];
+	while (!stdin_closed()) {
+		if (talker && h_now_ns() >= next_pub) {
+			snprintf(text, sizeof text, "Hello World: %d", ++sent);
+			string_set(&m, text);
+			CHECK_RC(rmw_publish(chat, &m, NULL), RMW_RET_OK);
+			snprintf(text, sizeof text, "Publishing: 'Hello World: %d'", sent);
+			string_set(&m, text);
+			CHECK_RC(rmw_publish(rosout, &m, NULL), RMW_RET_OK);
+			next_pub += 100000000;
+		}
+		if (!talker && !requested) {
+			bool avail = false;
+			if (rmw_service_server_is_available(n, cl, &avail) == RMW_RET_OK && avail) {
+				CHECK_RC(rmw_send_request(cl, &(AddTwoInts_Request){7, 35}, &seq), RMW_RET_OK);
+				requested = 1;
+			}
+		}
+		void *sa[NODE_SERVICES];
+		for (size_t i = 0; i < NODE_SERVICES; i++)
+			sa[i] = svc[i]->data;
+		rmw_services_t svs = {NODE_SERVICES, sa};
+		void *suba[2] = {sev->data, heard ? heard->data : NULL};
+		rmw_subscriptions_t subs = {heard ? 2 : 1, suba};
+		void *ca[1] = {cl ? cl->data : NULL};
+		rmw_clients_t cls = {cl ? 1 : 0, ca};
+		rmw_time_t t = {0, 50000000};
+		if (rmw_wait(&subs, NULL, &svs, &cls, NULL, nws, &t) != RMW_RET_OK)
+			continue;
+		for (size_t i = 0; i < NODE_SERVICES; i++) {
+			for (;;) {
+				AddTwoInts_Request rq;
+				rmw_service_info_t hdr;
+				bool taken = false;
+				CHECK_RC(rmw_take_request(svc[i], &hdr, &rq, &taken), RMW_RET_OK);
+				if (!taken)
+					break;
+				AddTwoInts_Response rs = {rq.a + rq.b};
+				CHECK_RC(rmw_send_response(svc[i], &hdr.request_id, &rs), RMW_RET_OK);
+			}
+		}
+		for (;;) {
+			bool taken = false;
+			CHECK_RC(rmw_take(sev, &m, &taken, NULL), RMW_RET_OK);
+			if (!taken)
+				break;
+		}
+		if (talker)
+			continue;
+		for (;;) {
+			bool taken = false;
+			CHECK_RC(rmw_take(heard, &m, &taken, NULL), RMW_RET_OK);
+			if (!taken)
+				break;
+			CHECK(strncmp(m.data.data, "Hello World: ", 13) == 0);
+			got++;
+			snprintf(text, sizeof text, "I heard: [%s]", m.data.data);
+			string_set(&m, text);
+			CHECK_RC(rmw_publish(rosout, &m, NULL), RMW_RET_OK);
+		}
+		if (requested && !replied) {
+			AddTwoInts_Response rs;
+			rmw_service_info_t hdr;
+			bool taken = false;
+			CHECK_RC(rmw_take_response(cl, &hdr, &rs, &taken), RMW_RET_OK);
+			if (taken) {
+				CHECK(hdr.request_id.sequence_number == seq && rs.sum == 42);
+				replied = 1;
+			}
+		}
+		if (!reported && got >= 3 && replied) {
+			printf("RECEIVED %d\n", got);
+			fflush(stdout);
+			reported = 1;
+		}
+	}
+	if (!talker) {
+		CHECK(reported);
+		h_pass("listener_heard_its_talker_and_its_service");
+	} else {
+		CHECK(sent > 0);
+		h_pass("talker_published");
+	}
+	String_fini(&m);
+	CHECK_RC(rmw_destroy_wait_set(nws), RMW_RET_OK);
+	if (cl)
+		CHECK_RC(rmw_destroy_client(n, cl), RMW_RET_OK);
+	if (heard)
+		CHECK_RC(rmw_destroy_subscription(n, heard), RMW_RET_OK);
+	if (chat)
+		CHECK_RC(rmw_destroy_publisher(n, chat), RMW_RET_OK);
+	for (size_t i = 0; i < NODE_SERVICES; i++)
+		CHECK_RC(rmw_destroy_service(n, svc[i]), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_subscription(n, sev), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(n, pev), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(n, rosout), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|string_echo|live_pub|live_watch\n");
+		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|string_echo|live_pub|live_watch|ros_node ROLE NS\n");
 		return 2;
 	}
 	h_init(&ctx, &opts, h_allocator());
@@ -376,6 +579,8 @@ int main(int argc, char **argv)
 		rc = live_pub();
 	else if (strcmp(argv[1], "live_watch") == 0)
 		rc = live_watch();
+	else if (strcmp(argv[1], "ros_node") == 0 && argc == 4)
+		rc = ros_node(argv[2], argv[3]);
 	else
 		fprintf(stderr, "unknown role %s\n", argv[1]);
 	CHECK_RC(rmw_destroy_wait_set(ws), RMW_RET_OK);

@@ -33,13 +33,13 @@ func (a *Allocator) checkHeader() error {
 	return nil
 }
 
-// Check verifies every invariant in O(maxBlocks): the header and guard
-// words; every descriptor's canary and state; that the physical chain starts
+// Check verifies every invariant in O(formatted descriptors): the header
+// and guard words; every formatted descriptor's canary and state; that the physical chain starts
 // at descriptor 1, tiles [0, PoolSize) exactly in granule multiples with
 // consistent back links and never holds two adjacent free blocks; that every
 // free block is in exactly the list its size maps to and every list entry is
 // a free chain block; that the bitmaps match the lists; that the
-// free-descriptor list holds exactly the unused descriptors; that the header
+// free-descriptor list holds exactly the unused formatted descriptors; that the header
 // counters match; and that no mutation was interrupted (the dirty flag).
 // It returns ErrCorrupt, wrapped with the first problem found. It only
 // reads the metadata.
@@ -50,7 +50,10 @@ func (a *Allocator) Check() error {
 	if a.get32(hDirty) != 0 {
 		return corrupt("dirty flag set: a mutation was interrupted")
 	}
-	maxIdx := a.maxBlocks
+	maxIdx := a.get32(hFormatted)
+	if maxIdx < 1 || maxIdx > a.maxBlocks {
+		return corrupt("%d descriptors formatted, capacity %d", maxIdx, a.maxBlocks)
+	}
 	if a.get32(descOff(0)+dCanary) != canary(0) || a.get32(descOff(0)+dState) != stateNil {
 		return corrupt("nil descriptor 0 damaged")
 	}
@@ -205,7 +208,10 @@ func (a *Allocator) Rebuild() error {
 	if h.poolSize != a.poolSize || h.granule != a.granule || h.maxBlocks != a.maxBlocks {
 		return fmt.Errorf("rebuilding allocator: header changed since attach: %w", ErrCorrupt)
 	}
-	maxIdx := a.maxBlocks
+	maxIdx := a.get32(hFormatted)
+	if maxIdx < 1 || maxIdx > a.maxBlocks {
+		return fmt.Errorf("rebuilding allocator: %d descriptors formatted, capacity %d: %w", maxIdx, a.maxBlocks, ErrCorrupt)
+	}
 
 	// Phase 1, read only: validate the chain and record it.
 	kept := newBitset(maxIdx + 1)

@@ -8,19 +8,19 @@ import (
 
 // Version is the metadata layout version stored in the header. Attach
 // refuses any other value with ErrVersion.
-const Version = 1
+const Version = 2
 
 // MinGranule is the smallest granule. All offsets and sizes handed out are
 // multiples of the granule, so it is also the minimum alignment.
 const MinGranule = 64
 
-// Metadata layout, version 1. All fields are little-endian.
+// Metadata layout, version 2. All fields are little-endian.
 //
-// Header (headerSize = 8544 bytes):
+// Header (headerSize = 8552 bytes):
 //
 //	off   size  field
 //	0     8     magic "RGAPTLSF"
-//	8     4     version (1)
+//	8     4     version (2)
 //	12    4     maxBlocks: usable descriptors (indices 1..maxBlocks)
 //	16    8     poolSize in bytes (multiple of granule)
 //	24    8     granule in bytes (power of two >= 64)
@@ -33,15 +33,23 @@ const MinGranule = 64
 //	60    4     used block count
 //	64    4     head of the free-descriptor list (0 = empty)
 //	68    4     dirty: non-zero while a mutation is in progress
-//	72    8     first-level bitmap (bit f set iff second-level bitmap f != 0)
-//	80    256   second-level bitmaps [64]uint32 (bit s set iff list (f,s) non-empty)
-//	336   8     guard word guardLo
-//	344   8192  free-list heads [64][32]uint32 (descriptor index, 0 = empty)
-//	8536  8     guard word guardHi
+//	72    4     formatted: descriptors 1..formatted have been written (>= 1)
+//	76    4     zero
+//	80    8     first-level bitmap (bit f set iff second-level bitmap f != 0)
+//	88    256   second-level bitmaps [64]uint32 (bit s set iff list (f,s) non-empty)
+//	344   8     guard word guardLo
+//	352   8192  free-list heads [64][32]uint32 (descriptor index, 0 = empty)
+//	8544  8     guard word guardHi
 //
 // Descriptor table at headerSize: maxBlocks+1 descriptors of descSize = 40
 // bytes; descriptor 0 is a reserved nil so that index 0 can mean "none" in
-// every link. Descriptor i:
+// every link. Only descriptors 0..formatted are ever read or written: Init
+// formats 0 and 1, and a descriptor is formatted (and formatted raised) the
+// first time the free-descriptor list is empty and a split needs one. So
+// the metadata in use is descOff(formatted+1) bytes, not MetaSize(maxBlocks):
+// a caller whose metadata lives in memory committed on demand (a sparse
+// shared-memory file) commits MetaBytes(2) before each Alloc and never
+// touches the rest. Descriptor i:
 //
 //	off  size  field
 //	0    4     canary: descMagic ^ i
@@ -76,8 +84,9 @@ const (
 	hUsedBlocks = 60
 	hFreeDesc   = 64
 	hDirty      = 68
-	hFLBitmap   = 72
-	hSLBitmaps  = 80
+	hFormatted  = 72
+	hFLBitmap   = 80
+	hSLBitmaps  = hFLBitmap + 8
 	hGuardLo    = hSLBitmaps + flCount*4
 	hHeads      = hGuardLo + 8
 	hGuardHi    = hHeads + flCount*slCount*4
@@ -115,6 +124,19 @@ var le = binary.LittleEndian
 func MetaSize(maxBlocks uint32) int {
 	return headerSize + (int(maxBlocks)+1)*descSize
 }
+
+// MetaBytes returns how many bytes at the start of the metadata the
+// allocator reads or writes once extra more descriptors are formatted:
+// MetaBytes(0) is what it uses now, MetaBytes(2) what one Alloc may use
+// (a split formats at most two). Free and Rebuild format none.
+func (a *Allocator) MetaBytes(extra uint32) int {
+	f := uint64(a.get32(hFormatted)) + uint64(extra)
+	return descOff(uint32(min(f, uint64(a.maxBlocks)))) + descSize
+}
+
+// formatted is the number of formatted descriptors, bounded by maxBlocks so
+// that a scribbled word never sends a reader past the metadata in use.
+func (a *Allocator) formatted() uint32 { return min(a.get32(hFormatted), a.maxBlocks) }
 
 // descOff returns the metadata offset of descriptor idx. Callers must have
 // checked idx <= maxBlocks.

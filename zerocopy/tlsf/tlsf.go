@@ -44,7 +44,9 @@ type Stats struct {
 // whose whole pool is one free block. granule must be a power of two of at
 // least MinGranule, meta must hold at least MetaSize(maxBlocks) bytes, and
 // maxBlocks must be in [2, 1<<26]; otherwise Init returns ErrInvalid and
-// leaves meta untouched. Bytes of meta past MetaSize(maxBlocks) are not used.
+// leaves meta untouched. Init writes only the first MetaBytes(0) bytes of
+// meta; the rest of the descriptor table is formatted as blocks are split
+// (see MetaBytes), and bytes past MetaSize(maxBlocks) are never used.
 func Init(meta []byte, poolSize uint64, maxBlocks uint32, granule uint64) (*Allocator, error) {
 	if granule < MinGranule || granule&(granule-1) != 0 {
 		return nil, fmt.Errorf("formatting allocator: granule %d is not a power of two >= %d: %w", granule, MinGranule, ErrInvalid)
@@ -66,7 +68,10 @@ func Init(meta []byte, poolSize uint64, maxBlocks uint32, granule uint64) (*Allo
 		shift:     uint(bits.TrailingZeros64(granule)),
 		maxBlocks: maxBlocks,
 	}
-	clear(meta[:MetaSize(maxBlocks)])
+	// Only the header and descriptors 0 and 1 are written: the rest of the
+	// table is formatted on first use (takeDesc), so it costs no memory
+	// while unused.
+	clear(meta[:descOff(2)])
 	a.put64(hMagic, magic)
 	a.put32(hVersion, Version)
 	a.put32(hMaxBlocks, maxBlocks)
@@ -77,7 +82,6 @@ func Init(meta []byte, poolSize uint64, maxBlocks uint32, granule uint64) (*Allo
 	a.put64(hChecksum, fnv64a(meta[:checksummed]))
 	a.put64(hGuardLo, guardLo)
 	a.put64(hGuardHi, guardHi)
-
 	a.put32(descOff(0)+dCanary, canary(0))
 	a.put32(descOff(0)+dState, stateNil)
 	// Descriptor 1 is the whole pool. It stays the physically first block
@@ -87,14 +91,8 @@ func Init(meta []byte, poolSize uint64, maxBlocks uint32, granule uint64) (*Allo
 	a.put32(descOff(1)+dState, stateFree)
 	a.put64(descOff(1)+dSize, poolSize)
 	a.linkFree(1, poolSize)
-	for i := uint32(2); i <= maxBlocks; i++ {
-		o := descOff(i)
-		a.put32(o+dCanary, canary(i))
-		if i < maxBlocks {
-			a.put32(o+dNextFree, i+1)
-		}
-	}
-	a.put32(hFreeDesc, 2)
+	a.put32(hFormatted, 1)
+	a.put32(hFreeDesc, 0)
 	a.put64(hFreeBytes, poolSize)
 	a.put32(hFreeBlocks, 1)
 	return a, nil
@@ -194,14 +192,14 @@ func (a *Allocator) Alloc(size, align uint64) (Block, error) {
 
 	// Validate the candidate before writing anything: a corrupt list must
 	// never hand out a range outside the pool.
-	if idx == 0 || idx > a.maxBlocks {
+	if idx == 0 || idx > a.formatted() {
 		return Block{}, fmt.Errorf("allocating: free list (%d,%d) head %d out of range: %w", fl, sl, idx, ErrCorrupt)
 	}
 	o := descOff(idx)
 	off, bsize := a.get64(o+dOffset), a.get64(o+dSize)
 	next := a.get32(o + dNextPhys)
 	if a.get32(o+dCanary) != canary(idx) || a.get32(o+dState) != stateFree ||
-		off > a.poolSize || bsize > a.poolSize-off || next > a.maxBlocks {
+		off > a.poolSize || bsize > a.poolSize-off || next > a.formatted() {
 		return Block{}, fmt.Errorf("allocating: free-list block %d is damaged: %w", idx, ErrCorrupt)
 	}
 	pad, ok := fit(off, bsize, size, align)
@@ -217,7 +215,7 @@ func (a *Allocator) Alloc(size, align uint64) (Block, error) {
 		newDescs++
 	}
 	freeBlocks, usedBlocks := a.get32(hFreeBlocks), a.get32(hUsedBlocks)
-	if newDescs > 0 && (uint64(freeBlocks)+uint64(usedBlocks)+uint64(newDescs) > uint64(a.maxBlocks) || a.get32(hFreeDesc) == 0) {
+	if newDescs > 0 && (uint64(freeBlocks)+uint64(usedBlocks)+uint64(newDescs) > uint64(a.maxBlocks) || a.get32(hFreeDesc) == 0 && a.formatted() >= a.maxBlocks) {
 		return Block{}, fmt.Errorf("allocating %d bytes: %d blocks exist: %w", size, freeBlocks+usedBlocks, ErrNoDescriptors)
 	}
 
@@ -276,8 +274,8 @@ func (a *Allocator) Alloc(size, align uint64) (Block, error) {
 // neighbour on either side. An index out of range or not naming a block in
 // use (a double free) returns ErrBadFree and leaves the metadata untouched.
 func (a *Allocator) Free(idx uint32) error {
-	if idx == 0 || idx > a.maxBlocks {
-		return fmt.Errorf("freeing block %d: index outside [1, %d]: %w", idx, a.maxBlocks, ErrBadFree)
+	if idx == 0 || idx > a.formatted() {
+		return fmt.Errorf("freeing block %d: index outside [1, %d]: %w", idx, a.formatted(), ErrBadFree)
 	}
 	o := descOff(idx)
 	if a.get32(o+dCanary) != canary(idx) {
@@ -288,7 +286,7 @@ func (a *Allocator) Free(idx uint32) error {
 	}
 	prev, next := a.get32(o+dPrevPhys), a.get32(o+dNextPhys)
 	size := a.get64(o + dSize)
-	if prev > a.maxBlocks || next > a.maxBlocks {
+	if prev > a.formatted() || next > a.formatted() {
 		return fmt.Errorf("freeing block %d: neighbour link out of range: %w", idx, ErrCorrupt)
 	}
 	freeBlocks := a.get32(hFreeBlocks)
@@ -317,7 +315,7 @@ func (a *Allocator) Free(idx uint32) error {
 	if next != 0 && a.get32(descOff(next)+dState) == stateFree {
 		no := descOff(next)
 		nsize, nn := a.get64(no+dSize), a.get32(no+dNextPhys)
-		if nn > a.maxBlocks {
+		if nn > a.formatted() {
 			return fmt.Errorf("freeing block %d: neighbour %d link out of range: %w", idx, next, ErrCorrupt)
 		}
 		if err := a.unlinkFree(next, nsize); err != nil {
@@ -344,8 +342,8 @@ func (a *Allocator) Free(idx uint32) error {
 // Lookup returns the in-use block with descriptor index idx, or ErrBadFree
 // if idx is out of range or not in use.
 func (a *Allocator) Lookup(idx uint32) (Block, error) {
-	if idx == 0 || idx > a.maxBlocks {
-		return Block{}, fmt.Errorf("looking up block %d: index outside [1, %d]: %w", idx, a.maxBlocks, ErrBadFree)
+	if idx == 0 || idx > a.formatted() {
+		return Block{}, fmt.Errorf("looking up block %d: index outside [1, %d]: %w", idx, a.formatted(), ErrBadFree)
 	}
 	o := descOff(idx)
 	if a.get32(o+dCanary) != canary(idx) {
@@ -385,7 +383,7 @@ func (a *Allocator) Stats() Stats {
 	}
 	sl := uint(31 - bits.LeadingZeros32(slMap))
 	idx := a.get32(headOff(fl, sl))
-	for n := uint32(0); idx != 0 && idx <= a.maxBlocks && n < a.maxBlocks; n++ {
+	for n, f := uint32(0), a.formatted(); idx != 0 && idx <= f && n < f; n++ {
 		o := descOff(idx)
 		s.LargestFree = max(s.LargestFree, a.get64(o+dSize))
 		idx = a.get32(o + dNextFree)
@@ -399,7 +397,7 @@ func (a *Allocator) Stats() Stats {
 // early; Check reports why.
 func (a *Allocator) ForEachUsed(fn func(Block) bool) {
 	idx := uint32(1)
-	for n := uint32(0); idx != 0 && idx <= a.maxBlocks && n < a.maxBlocks; n++ {
+	for n, f := uint32(0), a.formatted(); idx != 0 && idx <= f && n < f; n++ {
 		o := descOff(idx)
 		if a.get32(o+dState) == stateUsed {
 			if !fn(Block{Index: idx, Offset: a.get64(o + dOffset), Size: a.get64(o + dSize)}) {
@@ -435,7 +433,7 @@ func (a *Allocator) findFrom(fl, sl uint) (uint, uint, bool, error) {
 // first block that holds size bytes at alignment align, or 0. It is the
 // slow path behind the good-fit search, bounded by the descriptor count.
 func (a *Allocator) scanFit(size, align uint64, fl, sl uint) (uint32, error) {
-	budget := a.maxBlocks
+	budget := a.formatted()
 	for {
 		var ok bool
 		var err error
@@ -444,7 +442,7 @@ func (a *Allocator) scanFit(size, align uint64, fl, sl uint) (uint32, error) {
 			return 0, err
 		}
 		for idx := a.get32(headOff(fl, sl)); idx != 0; {
-			if idx > a.maxBlocks || budget == 0 {
+			if idx > a.formatted() || budget == 0 {
 				return 0, fmt.Errorf("free list (%d,%d) is broken or cyclic: %w", fl, sl, ErrCorrupt)
 			}
 			budget--
@@ -475,7 +473,7 @@ func (a *Allocator) linkFree(idx uint32, bsize uint64) {
 	o := descOff(idx)
 	a.put32(o+dPrevFree, 0)
 	a.put32(o+dNextFree, head)
-	if head != 0 && head <= a.maxBlocks {
+	if head != 0 && head <= a.formatted() {
 		a.put32(descOff(head)+dPrevFree, idx)
 	}
 	a.put32(ho, idx)
@@ -489,7 +487,7 @@ func (a *Allocator) linkFree(idx uint32, bsize uint64) {
 func (a *Allocator) unlinkFree(idx uint32, bsize uint64) error {
 	o := descOff(idx)
 	prev, next := a.get32(o+dPrevFree), a.get32(o+dNextFree)
-	if prev > a.maxBlocks || next > a.maxBlocks {
+	if prev > a.formatted() || next > a.formatted() {
 		return fmt.Errorf("unlinking block %d: free-list link out of range: %w", idx, ErrCorrupt)
 	}
 	if prev == 0 {
@@ -518,10 +516,24 @@ func (a *Allocator) unlinkFree(idx uint32, bsize uint64) error {
 	return nil
 }
 
-// takeDesc pops an unused descriptor. The caller has checked the counters.
+// takeDesc pops an unused descriptor, or formats the next one when none is
+// unused. The caller has checked the counters.
 func (a *Allocator) takeDesc() (uint32, error) {
 	idx := a.get32(hFreeDesc)
-	if idx == 0 || idx > a.maxBlocks {
+	if idx == 0 {
+		f := a.get32(hFormatted)
+		if f >= a.maxBlocks {
+			return 0, fmt.Errorf("no descriptor left to format (%d of %d): %w", f, a.maxBlocks, ErrCorrupt)
+		}
+		// Format, then commit with the counter: a death in between leaves
+		// an unformatted-looking tail that the next take formats again.
+		idx = f + 1
+		a.put32(descOff(idx)+dCanary, canary(idx))
+		a.initDesc(idx, stateUnused, 0, 0, 0, 0)
+		a.put32(hFormatted, idx)
+		return idx, nil
+	}
+	if idx > a.formatted() {
 		return 0, fmt.Errorf("free-descriptor list head %d out of range: %w", idx, ErrCorrupt)
 	}
 	o := descOff(idx)

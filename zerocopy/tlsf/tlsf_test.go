@@ -675,3 +675,69 @@ func TestNoHeapAllocations(t *testing.T) {
 		t.Fatalf("%v heap allocations per Alloc+Free+Stats, want 0", n)
 	}
 }
+
+// TestLazyDescriptors checks the contract of MetaBytes: an allocator reads
+// and writes only the first MetaBytes(0) bytes of its metadata, an Alloc
+// only MetaBytes(2) of them, so metadata committed on demand (a sparse
+// shared-memory file) is never touched past what the caller committed. The
+// bytes beyond are poisoned and must stay so; the allocator must still
+// pass Check, after Rebuild too.
+func TestLazyDescriptors(t *testing.T) {
+	const maxBlocks = 512
+	meta := make([]byte, MetaSize(maxBlocks))
+	const poison = 0xA5
+	for i := range meta {
+		meta[i] = poison
+	}
+	a, err := Init(meta, 1<<20, maxBlocks, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.MetaBytes(0), descOff(2); got != want {
+		t.Fatalf("after Init, MetaBytes(0) = %d, want %d", got, want)
+	}
+	untouched := func(from int, what string) {
+		t.Helper()
+		for i := from; i < len(meta); i++ {
+			if meta[i] != poison {
+				t.Fatalf("%s: byte %d past the %d bytes in use was written", what, i, from)
+			}
+		}
+	}
+	untouched(a.MetaBytes(0), "Init")
+	r := rand.New(rand.NewPCG(1, 2))
+	var live []uint32
+	for i := 0; i < 4000; i++ {
+		if len(live) > 0 && r.IntN(3) == 0 {
+			k := r.IntN(len(live))
+			if err := a.Free(live[k]); err != nil {
+				t.Fatal(err)
+			}
+			live = append(live[:k], live[k+1:]...)
+			untouched(a.MetaBytes(0), "Free")
+			continue
+		}
+		limit := a.MetaBytes(2)
+		b, err := a.Alloc(uint64(1+r.IntN(4096)), 0)
+		untouched(limit, "Alloc")
+		if err == nil {
+			live = append(live, b.Index)
+		} else if !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrNoDescriptors) {
+			t.Fatal(err)
+		}
+		if a.MetaBytes(0) > limit {
+			t.Fatalf("Alloc formatted past MetaBytes(2): %d > %d", a.MetaBytes(0), limit)
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	inUse := a.MetaBytes(0)
+	if err := a.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	untouched(inUse, "Rebuild")
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
