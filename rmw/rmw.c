@@ -7,7 +7,9 @@
  * keeps the thread-local error state. The Go half (rgapsgo_*) owns the
  * engine objects.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +25,36 @@ static const char rgaps_identifier[] = RGAPS_IDENTIFIER;
 #ifndef RGAPS_USE_ROS_HEADERS
 void rcutils_set_error_state(const char *error_string, const char *file, size_t line_number);
 #endif
-/* In a ROS process rcutils is loaded and provides the error state rcl
- * reads; without it (the CI harness) the reference stays NULL. */
+/* In a ROS process rcutils is loaded and holds the error state rcl reads.
+ * Where the program itself links rcutils (rclcpp programs, the CI harness's
+ * stand-in) the weak reference finds it. Where rcutils came in with a module
+ * loaded RTLD_LOCAL (rclpy's extension, and rcl and rmw_implementation with
+ * it) no lookup of this library sees it: it is then found among the loaded
+ * libraries by name. Without either, errors stay in tls_error. */
 #pragma weak rcutils_set_error_state
+
+typedef void (*set_error_state_fn)(const char *, const char *, size_t);
+static set_error_state_fn set_error_state;
+static pthread_once_t set_error_state_once = PTHREAD_ONCE_INIT;
+
+static void find_set_error_state(void)
+{
+	set_error_state = rcutils_set_error_state;
+	if (set_error_state != NULL)
+		return;
+	void *h = dlopen("librcutils.so", RTLD_LAZY | RTLD_NOLOAD); /* kept: rcutils outlives us */
+	if (h != NULL)
+		set_error_state = (set_error_state_fn)dlsym(h, "rcutils_set_error_state");
+}
 
 static __thread char tls_error[1024];
 
 void rgaps_set_error(const char *msg)
 {
 	snprintf(tls_error, sizeof tls_error, "%s", msg ? msg : "");
-	if (rcutils_set_error_state != NULL)
-		rcutils_set_error_state(tls_error, __FILE__, __LINE__);
+	pthread_once(&set_error_state_once, find_set_error_state);
+	if (set_error_state != NULL)
+		set_error_state(tls_error, __FILE__, __LINE__);
 }
 
 const char *rgaps_rmw_last_error(void) { return tls_error; }

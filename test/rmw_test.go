@@ -237,6 +237,7 @@ func TestRmw(t *testing.T) {
 		rmwPassed(t, p)
 	})
 	t.Run("LoansDisabledByEnvironment", func(t *testing.T) { rmwLoansDisabled(t, k) })
+	t.Run("ErrorStateWhenLoadedLocally", func(t *testing.T) { rmwLocalLoad(t, k) })
 	t.Run("GraphAndServiceBetweenProcesses", func(t *testing.T) {
 		env := rmwEnv(k, 62)
 		peer, stdin := rmwStart(t, env, k.progs["rmw_proc"], "peer")
@@ -266,6 +267,23 @@ func TestRmw(t *testing.T) {
 		<-pub.done
 		rmwPassed(t, watch)
 	})
+}
+
+// rmwLocalLoad loads rcutils (a stand-in) and the library RTLD_LOCAL, as a
+// Python process running rclpy does, and checks that an rmw error reaches
+// rcutils' error state.
+func rmwLocalLoad(t *testing.T, k *rmwKit) {
+	if k.root == "" {
+		t.Skip("prebuilt library (RGAPS_RMW_BUILT): no compiler here")
+	}
+	dir := t.TempDir()
+	rmwCC(t, k, "-shared", "-fPIC", "-Wl,-soname,librcutils.so", "-o", filepath.Join(dir, "librcutils.so"),
+		filepath.Join(k.root, "rmw", "test", "fake_rcutils.c"))
+	prog := filepath.Join(dir, "rmw_local_load")
+	rmwCC(t, k, "-o", prog, filepath.Join(k.root, "rmw", "test", "rmw_local_load.c"))
+	env := append(rmwEnv(k, 60), "LD_LIBRARY_PATH="+dir+":"+k.dir)
+	p, _ := rmwStart(t, env, prog)
+	rmwPassed(t, p)
 }
 
 // rmwCDRString is std_msgs/msg/String as ROS 2 puts it on the wire (and
