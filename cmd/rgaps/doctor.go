@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	bridgestatus "github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"io"
 	"os"
 	"strings"
@@ -112,7 +113,23 @@ func doctor(w io.Writer) {
 		fmt.Fprintf(w, "  domain %d: running, pid %d, %d GPU pools\n", cfg.Domain, pid, len(pools))
 		c.Close()
 	}
-	fmt.Fprintln(w, "inter-host bridge\n  not in this build (libfabric/TCP transport arrives with the bridge)")
+	fmt.Fprintln(w, "inter-host bridge")
+	if st, err := bridgestatus.Query(cfg); err != nil {
+		fmt.Fprintf(w, "  domain %d: no daemon bridges this host (rgaps daemon -peers HOST, or -config FILE)\n", cfg.Domain)
+	} else {
+		up := 0
+		for _, p := range st.Peers {
+			if p.Up {
+				up++
+			}
+		}
+		fmt.Fprintf(w, "  host %s, data path %s, %d of %d peers up\n", st.Host, st.Provider, up, len(st.Peers))
+		for _, p := range st.Peers {
+			if !p.Up {
+				fix("peer %s is down: check that its daemon runs, the address, the cluster secret and the firewall", p.Host)
+			}
+		}
+	}
 
 	if len(fixes) == 0 {
 		fmt.Fprintln(w, "\nnothing to fix")
