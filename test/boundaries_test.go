@@ -19,7 +19,7 @@ var unsafeOwners = map[string]bool{
 	"cmd/librgaps":            true, // a c-shared library exports through import "C"
 	"bridge/transport/fabric": true, // binds libfabric: contexts and buffers in C memory
 	"rmw":                     true, // librmw_rgaps: the rmw C ABI over the engine
-	"internal/iceoryx":        true, // binds iceoryx (dlopen): chunks in shared memory
+	"bench/iceoryx":           true, // binds iceoryx (dlopen): chunks in shared memory
 }
 
 func TestUnsafeOnlyInShm(t *testing.T) {
