@@ -17,13 +17,6 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-func init() {
-	// The engine starts this test binary as the GPU pool daemon.
-	testutil.Daemon = func(args []string) error {
-		return Main(args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, zerocopy.LookupGroup)
-	}
-}
-
 // requireGPU skips without a GPU (fails with RGAPS_REQUIRE_GPU=1).
 func requireGPU(t *testing.T, d *zerocopy.Domain) *cuda.Device {
 	t.Helper()

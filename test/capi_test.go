@@ -13,6 +13,7 @@ package test
 
 import (
 	"bufio"
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -29,16 +30,16 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
 
 func init() {
 	// On a GPU machine the C programs start the GPU pool daemon: this test
 	// binary serves as one (RGAPS_DAEMON=os.Args[0], see capiEnv).
 	if testutil.Daemon == nil {
-		testutil.Daemon = func(args []string) error {
-			return gpupool.Main(args, testutil.Prefix(), 0, zerocopy.LookupGroup)
+		testutil.Daemon = func(ctx context.Context, args []string) error {
+			return rgapsd.Main(ctx, args, zerocopy.Config{Prefix: testutil.Prefix()}, os.Stderr)
 		}
 	}
 }

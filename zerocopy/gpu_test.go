@@ -1,8 +1,11 @@
 package zerocopy
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -18,8 +21,8 @@ import (
 const gpuDomain = 11
 
 func init() {
-	testutil.Daemon = func(args []string) error {
-		return gpupool.Main(args, testutil.Prefix(), 0, LookupGroup)
+	testutil.Daemon = func(ctx context.Context, args []string) error {
+		return runPoolDaemon(ctx, args, testutil.Prefix(), LookupGroup)
 	}
 	// gpusub TOPIC MEMORY(host|gpu) N HOLD: take N samples; for each print
 	// "sum <seq> <checksum> <offset>" computed on the GPU (gpu) or on the
@@ -84,6 +87,26 @@ func init() {
 		}
 		return nil
 	})
+}
+
+// runPoolDaemon serves as the GPU pool daemon the engine auto-starts: the pool
+// server of rgapsd (gpupool.Run) with the daemon's pool flags. The engine
+// must not import the bridge, so its tests run this part of rgapsd.Main.
+func runPoolDaemon(ctx context.Context, args []string, prefix string, lookupGroup func(string) (int, error)) error {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	f := gpupool.AddFlags(fs, 0)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := f.Config(prefix, lookupGroup)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := gpupool.Run(ctx, cfg); !errors.Is(err, gpupool.ErrRunning) {
+		return err
+	}
+	return nil
 }
 
 func gpuChildDomain() (*Domain, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bench/util/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
@@ -26,12 +27,12 @@ func init() {
 	testutil.Role(ChildCommand, func([]string) error { return ChildMain() })
 	// The engine's daemon auto-start runs this test binary (RGAPS_DAEMON)
 	// as `daemon`, for the run's private prefix (RGAPS_SHM_PREFIX).
-	testutil.Daemon = func(args []string) error {
+	testutil.Daemon = func(ctx context.Context, args []string) error {
 		cfg, err := zerocopy.Config{}.FromEnv()
 		if err != nil {
 			return err
 		}
-		return gpupool.Main(args, cfg.Prefix, cfg.Domain, zerocopy.LookupGroup)
+		return rgapsd.Main(ctx, args, cfg, os.Stderr)
 	}
 }
 

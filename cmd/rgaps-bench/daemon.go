@@ -1,7 +1,9 @@
 package main
 
 import (
-	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"os"
+
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -11,6 +13,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return bridge.Main(args, cfg, zerocopy.LookupGroup)
+		ctx, stop := signalContext()
+		defer stop()
+		return rgapsd.Main(ctx, args, cfg, os.Stderr)
 	})
 }

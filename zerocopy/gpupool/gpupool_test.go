@@ -1,9 +1,12 @@
 package gpupool_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +24,8 @@ import (
 )
 
 func init() {
-	testutil.Daemon = func(args []string) error {
-		return gpupool.Main(args, testutil.Prefix(), 0, func(string) (int, error) { return -1, nil })
+	testutil.Daemon = func(ctx context.Context, args []string) error {
+		return runPoolDaemon(ctx, args, testutil.Prefix(), func(string) (int, error) { return -1, nil })
 	}
 	// ping-as-nobody DOMAIN: connect as another user; print the reply.
 	testutil.Role("ping-as", func(a []string) error {
@@ -43,6 +46,26 @@ func init() {
 		fmt.Println(string(buf[:n]))
 		return nil
 	})
+}
+
+// runPoolDaemon serves as the GPU pool daemon the engine auto-starts: the pool
+// server of rgapsd (gpupool.Run) with the daemon's pool flags. The engine
+// must not import the bridge, so its tests run this part of rgapsd.Main.
+func runPoolDaemon(ctx context.Context, args []string, prefix string, lookupGroup func(string) (int, error)) error {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	f := gpupool.AddFlags(fs, 0)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := f.Config(prefix, lookupGroup)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := gpupool.Run(ctx, cfg); !errors.Is(err, gpupool.ErrRunning) {
+		return err
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) { testutil.Main(m) }

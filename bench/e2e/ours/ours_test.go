@@ -8,10 +8,10 @@ import (
 	"time"
 
 	benche2e "github.com/rmw-rgaps/rmw_rgaps/bench/e2e"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -19,8 +19,8 @@ const childRole = "ours-test-child"
 
 func init() {
 	// The system runs `<exe> daemon ...`: this test binary, as rgapsd.
-	testutil.Daemon = func(args []string) error {
-		return bridge.Main(args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, zerocopy.LookupGroup)
+	testutil.Daemon = func(ctx context.Context, args []string) error {
+		return rgapsd.Main(ctx, args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, os.Stderr)
 	}
 	testutil.Role(childRole, func([]string) error { return benche2e.ChildMain(os.Args[1:]) })
 }

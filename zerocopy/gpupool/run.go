@@ -1,59 +1,47 @@
 package gpupool
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Main runs the daemon with command-line arguments (`rgaps daemon ...`):
-// -domain N, -idle D, -allow-group GID. prefix is the resolved
-// shared-memory prefix and domain the default domain. It returns when the
-// daemon stops (a signal, or idleness), or nil at once when a daemon for the
-// domain runs already.
-func Main(args []string, prefix string, domain uint32, lookupGroup func(string) (int, error)) error {
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	f := AddFlags(fs, domain)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := f.Config(prefix, lookupGroup)
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg.Logger = log
+// ErrRunning is returned by Run when a daemon for the domain runs already
+// (its socket name is taken): the pools are served, by that daemon.
+var ErrRunning = errors.New("a daemon for this domain runs already")
+
+// Run is the GPU pool server of rgapsd: it listens for cfg's domain and
+// serves until ctx is done or the server was idle for cfg.Idle, then frees
+// every pool. It returns an error wrapping ErrRunning at once when a daemon
+// for the domain runs already. It installs no signal handler and logs only
+// through cfg.Logger (nil: silent); the daemon's command owns both.
+func Run(ctx context.Context, cfg ServerConfig) error {
 	srv, err := Listen(cfg)
 	if errors.Is(err, unix.EADDRINUSE) {
-		fmt.Fprintf(os.Stderr, "rgaps daemon: a daemon for domain %d runs already\n", cfg.Domain)
-		return nil
+		return fmt.Errorf("domain %d: %w", cfg.Domain, ErrRunning)
 	}
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	go func() {
-		if _, ok := <-sig; ok {
-			srv.Close()
-		}
-	}()
-	start := time.Now()
-	err = srv.Serve()
-	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case err = <-done: // idle, or a failure
+		srv.Close()
+	case <-ctx.Done():
+		srv.Close()
+		err = <-done
+	}
 	return err
 }
 
 // Flags are the pool server's command-line flags (`rgaps daemon`): -domain,
-// -idle, -allow-group.
+// -idle, -allow-group. The command defines them on its flag set (AddFlags),
+// parses, and turns them into a ServerConfig (Config).
 type Flags struct {
 	domain *int
 	idle   *time.Duration
