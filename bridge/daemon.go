@@ -61,12 +61,14 @@ func Run(ctx context.Context, o DaemonOptions) error {
 	return err
 }
 
-// DaemonFlags are rgapsd's command-line flags: the pool server's
-// (gpupool.Flags) and the bridge's. BindFlags defines them; after parsing,
+// DaemonFlags are rgapsd's command-line flags: the pool server's (-domain,
+// -idle, -allow-group) and the bridge's. BindFlags defines them; after parsing,
 // Options turns them into DaemonOptions.
 type DaemonFlags struct {
 	engine                                                        zerocopy.Config
-	pool                                                          *gpupool.Flags
+	domain                                                        *int
+	idle                                                          *time.Duration
+	group                                                         *string
 	config, listen, peers, secretFile, hostID, provider, dataHost *string
 	ringSize, maxChunk, mode, watermark                           *string
 	busyPoll                                                      *time.Duration
@@ -79,7 +81,9 @@ type DaemonFlags struct {
 func BindFlags(fs *flag.FlagSet, engine zerocopy.Config) *DaemonFlags {
 	return &DaemonFlags{
 		engine:     engine,
-		pool:       gpupool.AddFlags(fs, engine.Domain),
+		domain:     fs.Int("domain", int(engine.Domain), "ROS domain id"),
+		idle:       fs.Duration("idle", 0, "exit after this long without GPU pools or clients (0: run until stopped; a bridging daemon never idles out)"),
+		group:      fs.String("allow-group", "", "also serve processes of this group (name or gid)"),
 		config:     fs.String("config", os.Getenv("RGAPS_BRIDGE_CONFIG"), "bridge config file (key = value lines; see docs/ARCHITECTURE.md)"),
 		listen:     fs.String("listen", "", "bridge: control address to listen on (host:port; default from the config, or :"+fmt.Sprint(control.BasePort)+"+domain when peers are set)"),
 		peers:      fs.String("peers", os.Getenv("ROS_STATIC_PEERS"), "bridge: peers to connect to, ';'-separated host[:port] (default $ROS_STATIC_PEERS)"),
@@ -101,17 +105,20 @@ func BindFlags(fs *flag.FlagSet, engine zerocopy.Config) *DaemonFlags {
 // logger): the bridge is configured when a config file, a listen address
 // or peers are given. lookupGroup resolves -allow-group.
 func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOptions, error) {
-	dom := f.pool.Domain()
+	dom := *f.domain
 	if dom < 0 || dom > 232 {
 		return DaemonOptions{}, fmt.Errorf("bad domain %d", dom)
 	}
 	ecfg := f.engine
 	ecfg.Domain = uint32(dom)
-	pool, err := f.pool.Config(ecfg.Prefix, lookupGroup)
-	if err != nil {
-		return DaemonOptions{}, err
+	d := DaemonOptions{Pool: gpupool.ServerConfig{Prefix: ecfg.Prefix, Domain: ecfg.Domain, AllowGroup: -1, Idle: *f.idle}}
+	if *f.group != "" {
+		gid, err := lookupGroup(*f.group)
+		if err != nil {
+			return d, err
+		}
+		d.Pool.AllowGroup = gid
 	}
-	d := DaemonOptions{Pool: pool}
 	if *f.config == "" && *f.listen == "" && *f.peers == "" {
 		return d, nil
 	}
@@ -161,6 +168,7 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 		o.Provider = *f.provider
 	}
 	o.DataHost = *f.dataHost
+	var err error
 	if o.RingSize, err = sizeFlag(*f.ringSize); err != nil {
 		return d, fmt.Errorf("-ring-size: %w", err)
 	}

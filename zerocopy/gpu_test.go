@@ -22,7 +22,7 @@ const gpuDomain = 11
 
 func init() {
 	testutil.Daemon = func(ctx context.Context, args []string) error {
-		return runPoolDaemon(ctx, args, testutil.Prefix(), LookupGroup)
+		return runPoolDaemon(ctx, args, testutil.Prefix())
 	}
 	// gpusub TOPIC MEMORY(host|gpu) N HOLD: take N samples; for each print
 	// "sum <seq> <checksum> <offset>" computed on the GPU (gpu) or on the
@@ -89,20 +89,19 @@ func init() {
 	})
 }
 
-// runPoolDaemon serves as the GPU pool daemon the engine auto-starts: the pool
-// server of rgapsd (gpupool.Run) with the daemon's pool flags. The engine
-// must not import the bridge, so its tests run this part of rgapsd.Main.
-func runPoolDaemon(ctx context.Context, args []string, prefix string, lookupGroup func(string) (int, error)) error {
+// runPoolDaemon serves as the GPU pool daemon the engine auto-starts
+// (`daemon -domain N -idle D`): the pool server of rgapsd, gpupool.Run. The
+// engine must not import the bridge, so its tests run this part of
+// rgapsd.Main.
+func runPoolDaemon(ctx context.Context, args []string, prefix string) error {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	f := gpupool.AddFlags(fs, 0)
+	domain := fs.Uint("domain", 0, "ROS domain id")
+	idle := fs.Duration("idle", 0, "exit after this long unused")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := f.Config(prefix, lookupGroup)
-	if err != nil {
-		return err
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg := gpupool.ServerConfig{Prefix: prefix, Domain: uint32(*domain), AllowGroup: -1, Idle: *idle,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	if err := gpupool.Run(ctx, cfg); !errors.Is(err, gpupool.ErrRunning) {
 		return err
 	}

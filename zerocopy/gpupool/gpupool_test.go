@@ -25,7 +25,7 @@ import (
 
 func init() {
 	testutil.Daemon = func(ctx context.Context, args []string) error {
-		return runPoolDaemon(ctx, args, testutil.Prefix(), func(string) (int, error) { return -1, nil })
+		return runPoolDaemon(ctx, args, testutil.Prefix())
 	}
 	// ping-as-nobody DOMAIN: connect as another user; print the reply.
 	testutil.Role("ping-as", func(a []string) error {
@@ -48,20 +48,19 @@ func init() {
 	})
 }
 
-// runPoolDaemon serves as the GPU pool daemon the engine auto-starts: the pool
-// server of rgapsd (gpupool.Run) with the daemon's pool flags. The engine
-// must not import the bridge, so its tests run this part of rgapsd.Main.
-func runPoolDaemon(ctx context.Context, args []string, prefix string, lookupGroup func(string) (int, error)) error {
+// runPoolDaemon serves as the GPU pool daemon the engine auto-starts
+// (`daemon -domain N -idle D`): the pool server of rgapsd, gpupool.Run. The
+// engine must not import the bridge, so its tests run this part of
+// rgapsd.Main.
+func runPoolDaemon(ctx context.Context, args []string, prefix string) error {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	f := gpupool.AddFlags(fs, 0)
+	domain := fs.Uint("domain", 0, "ROS domain id")
+	idle := fs.Duration("idle", 0, "exit after this long unused")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := f.Config(prefix, lookupGroup)
-	if err != nil {
-		return err
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg := gpupool.ServerConfig{Prefix: prefix, Domain: uint32(*domain), AllowGroup: -1, Idle: *idle,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	if err := gpupool.Run(ctx, cfg); !errors.Is(err, gpupool.ErrRunning) {
 		return err
 	}

@@ -3,9 +3,7 @@ package gpupool
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,45 +35,4 @@ func Run(ctx context.Context, cfg ServerConfig) error {
 		err = <-done
 	}
 	return err
-}
-
-// Flags are the pool server's command-line flags (`rgaps daemon`): -domain,
-// -idle, -allow-group. The command defines them on its flag set (AddFlags),
-// parses, and turns them into a ServerConfig (Config).
-type Flags struct {
-	domain *int
-	idle   *time.Duration
-	group  *string
-}
-
-// AddFlags defines the pool server's flags on fs.
-func AddFlags(fs *flag.FlagSet, domain uint32) *Flags {
-	return &Flags{
-		domain: fs.Int("domain", int(domain), "ROS domain id"),
-		idle:   fs.Duration("idle", 0, "exit after this long without GPU pools or clients (0: run until stopped)"),
-		group:  fs.String("allow-group", "", "also serve processes of this group (name or gid)"),
-	}
-}
-
-// Domain is the -domain value.
-func (f *Flags) Domain() int { return *f.domain }
-
-// SetIdle overrides -idle (a daemon that also bridges never idles out).
-func (f *Flags) SetIdle(d time.Duration) { *f.idle = d }
-
-// Config checks the parsed flags and makes the server configuration (no
-// logger).
-func (f *Flags) Config(prefix string, lookupGroup func(string) (int, error)) (ServerConfig, error) {
-	if *f.domain < 0 || *f.domain > 232 {
-		return ServerConfig{}, fmt.Errorf("bad domain %d", *f.domain)
-	}
-	gid := -1
-	if *f.group != "" {
-		g, err := lookupGroup(*f.group)
-		if err != nil {
-			return ServerConfig{}, err
-		}
-		gid = g
-	}
-	return ServerConfig{Prefix: prefix, Domain: uint32(*f.domain), AllowGroup: gid, Idle: *f.idle}, nil
 }
