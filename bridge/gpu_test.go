@@ -3,7 +3,6 @@ package bridge
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -21,12 +20,7 @@ import (
 func requireGPU(t *testing.T, d *zerocopy.Domain) *cuda.Device {
 	t.Helper()
 	dev, err := d.GPU()
-	if errors.Is(err, zerocopy.ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	testutil.SkipWithoutGPU(t, err, zerocopy.ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func capiHasGPU(t *testing.T) bool {
 	defer c.Close()
 	_, err = c.Engine().GPU()
 	if errors.Is(err, rgaps.ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
+		if testutil.GPURequired() {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
 		}
 		return false
@@ -203,9 +203,27 @@ func (w capiLocked) Write(b []byte) (int, error) {
 
 func capiStart(t *testing.T, env []string, bin string, args ...string) *capiProc {
 	t.Helper()
+	p := startProc(t, env, nil, bin, args...)
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// startProc starts bin with env and stdin (nil: none) and pumps its
+// stdout into p.out and, while someone reads them, p.lines; p.done closes
+// once it exited. The caller ends it at cleanup.
+func startProc(t *testing.T, env []string, stdin io.Reader, bin string, args ...string) *capiProc {
+	t.Helper()
 	p := &capiProc{name: filepath.Base(bin) + " " + strings.Join(args, " "), cmd: exec.Command(bin, args...),
 		lines: make(chan string, 1024), done: make(chan struct{})}
 	p.cmd.Env = env
+	p.cmd.Stdin = stdin
 	p.cmd.Stderr = capiLocked{p, &p.errOut}
 	r, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -228,14 +246,6 @@ func capiStart(t *testing.T, env []string, bin string, args ...string) *capiProc
 		close(p.lines)
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
 	return p
 }
 

@@ -117,12 +117,7 @@ func gpuChildDomain() (*Domain, error) {
 func requireGPU(t testing.TB, d *Domain) *cuda.Device {
 	t.Helper()
 	dev, err := d.GPU()
-	if errors.Is(err, ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	testutil.SkipWithoutGPU(t, err, ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package benche2e
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +51,7 @@ type Child struct {
 	name   string
 	cmd    *osexec.Cmd
 	ctl    benchutil.FD
-	stderr *tailBuf
+	stderr *benchutil.TailBuffer
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 }
@@ -77,7 +76,7 @@ func StartChild(env *Env, h Host, name, role string, args ...string) (*Child, er
 	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	cmd := env.Command(h, role, args...)
 	cmd.ExtraFiles = []*os.File{child}
-	p := &Child{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &tailBuf{}, exited: make(chan struct{})}
+	p := &Child{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &benchutil.TailBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	// Own process group (a terminal's ^C reaches the harness alone, which
 	// stops the children); a harness killed outright takes them along.
@@ -223,28 +222,6 @@ func StopAll(children []*Child, wait time.Duration, failed bool) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// tailBuf keeps the last 8 KiB written to it.
-type tailBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (t *tailBuf) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if t.b.Len() > 8<<10 {
-		t.b.Next(t.b.Len() - 8<<10)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuf) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
 }
 
 // ChildControl is the child's side: it ignores SIGINT and SIGTERM (the

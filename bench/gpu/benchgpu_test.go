@@ -244,12 +244,7 @@ func TestChildFailure(t *testing.T) {
 func requireGPU(t *testing.T) {
 	t.Helper()
 	dev, err := cuda.Open(0)
-	if errors.Is(err, cuda.ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	testutil.SkipWithoutGPU(t, err, cuda.ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}

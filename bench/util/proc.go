@@ -27,7 +27,7 @@ type Kid struct {
 	Pid    int
 	Ctl    FD // parent ends of the socket pairs
 	Data   FD
-	stderr *tailBuffer
+	stderr *TailBuffer
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 }
@@ -101,7 +101,7 @@ func (p *Procs) Spawn(i int) (*Kid, error) {
 	cmd := p.Child()
 	cmd.ExtraFiles = []*os.File{ctlChild, dataChild} // fds 3 and 4
 	cmd.Stdin, cmd.Stdout = nil, nil
-	k := &Kid{I: i, Cmd: cmd, Ctl: FD(ctl[0]), Data: FD(data[0]), stderr: &tailBuffer{}, exited: make(chan struct{})}
+	k := &Kid{I: i, Cmd: cmd, Ctl: FD(ctl[0]), Data: FD(data[0]), stderr: &TailBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = k.stderr
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -304,13 +304,14 @@ func SelfCommand(args ...string) (func() *exec.Cmd, error) {
 	return func() *exec.Cmd { return exec.Command(exe, args...) }, nil
 }
 
-// tailBuffer keeps the last 8 KiB written to it (a child's stderr).
-type tailBuffer struct {
+// TailBuffer keeps the last 8 KiB written to it (a child's output); it is
+// safe for concurrent use.
+type TailBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b.Write(p)
@@ -320,7 +321,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.b.String()
