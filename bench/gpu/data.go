@@ -50,9 +50,6 @@ var testDevice func() device
 // dp3Seeds are the seeds of data path 3's two host patterns.
 var dp3Seeds = [2]uint32{0xA5, 0x5A}
 
-// patternByte is byte i of cuda.FillPatternHost(b, seed).
-func patternByte(i uint64, seed uint32) byte { return byte(i*2654435761 ^ uint64(seed)) }
-
 // spotChecks is how many evenly spread bytes checkPattern reads besides the
 // first and last 64.
 const spotChecks = 256
@@ -66,7 +63,7 @@ func checkPattern(b []byte, seed uint32) string {
 		return "empty message"
 	}
 	try := func(i uint64) string {
-		if want := patternByte(i, seed); b[i] != want {
+		if want := cuda.PatternByte(i, seed); b[i] != want {
 			return fmt.Sprintf("byte %d is %#02x, want %#02x (pattern seed %d)", i, b[i], want, seed)
 		}
 		return ""

@@ -92,8 +92,8 @@ func TestPatternHelpers(t *testing.T) {
 		b := make([]byte, 4096+7)
 		cuda.FillPatternHost(b, seed)
 		for i := range b {
-			if patternByte(uint64(i), seed) != b[i] {
-				t.Fatalf("patternByte(%d, %d) differs from cuda.FillPatternHost", i, seed)
+			if cuda.PatternByte(uint64(i), seed) != b[i] {
+				t.Fatalf("cuda.PatternByte(%d, %d) differs from cuda.FillPatternHost", i, seed)
 			}
 		}
 		if s := checkPattern(b, seed); s != "" {
@@ -113,7 +113,7 @@ func TestPatternHelpers(t *testing.T) {
 	}
 	a, b := dp3Seeds[0], dp3Seeds[1]
 	for i := range uint64(256) {
-		if patternByte(i, a) == patternByte(i, b) {
+		if cuda.PatternByte(i, a) == cuda.PatternByte(i, b) {
 			t.Fatalf("the two data-path-3 patterns agree at byte %d", i)
 		}
 	}
