@@ -1,17 +1,14 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
@@ -19,157 +16,177 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
 
-// Main runs rgapsd (`rgaps daemon ...`): the owner of the host's GPU pools
-// (package gpupool) and, when peers or a listen address are configured,
-// the bridge to other hosts. ecfg is the engine configuration from the
-// environment (prefix, domain). It returns when a signal (SIGINT, SIGTERM)
-// stops it, or when the GPU-pool-only daemon was idle for -idle.
-func Main(args []string, ecfg zerocopy.Config, lookupGroup func(string) (int, error)) error {
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	pf := gpupool.AddFlags(fs, ecfg.Domain)
-	config := fs.String("config", os.Getenv("RGAPS_BRIDGE_CONFIG"), "bridge config file (key = value lines; see docs/ARCHITECTURE.md)")
-	listen := fs.String("listen", "", "bridge: control address to listen on (host:port; default from the config, or :"+fmt.Sprint(control.BasePort)+"+domain when peers are set)")
-	peers := fs.String("peers", os.Getenv("ROS_STATIC_PEERS"), "bridge: peers to connect to, ';'-separated host[:port] (default $ROS_STATIC_PEERS)")
-	secretFile := fs.String("secret-file", "", "bridge: file holding the cluster secret (or $RGAPS_CLUSTER_SECRET)")
-	hostID := fs.String("host-id", "", "bridge: this host's id (default /etc/machine-id)")
-	provider := fs.String("provider", "", "bridge: data transport: fabric:tcp (default), fabric:shm, fabric:verbs, tcp")
-	dataHost := fs.String("data-host", "", "bridge: local address of data links (default: the listen host)")
-	ringSize := fs.String("ring-size", "", "bridge: size of each ring this daemon offers (default 64MiB)")
-	maxChunk := fs.String("max-chunk", "", "bridge: largest payload of one ring record (default: what the ring allows)")
-	mode := fs.String("mode", "write-imm", "bridge: signalling: write-imm (RDMA write with immediate) or write-twice (data write, then tail write)")
-	wm := fs.String("watermark", "0", "bridge: head write-back watermark: 0 (every record), 1/8, 1/4, 1/2")
-	busyPoll := fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)")
-	noChunking := fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them")
-	perTopic := fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair")
-	maxPeers := fs.Int("max-peers", DefaultMaxPeers, "bridge: most peer daemons (host ids) known at once; more are refused")
-	maxRings := fs.Int("max-rings-per-peer", DefaultMaxRingsPerPeer, "bridge: most rings one peer may ask this daemon to write into; further offers are refused")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	dom := pf.Domain()
-	if dom < 0 || dom > 232 {
-		return fmt.Errorf("bad domain %d", dom)
-	}
-	ecfg.Domain = uint32(dom)
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+// DaemonOptions configure rgapsd (Run): the owner of the host's GPU pools
+// (package gpupool) and, when Bridge is set, the bridge to other hosts.
+type DaemonOptions struct {
+	Pool   gpupool.ServerConfig
+	Bridge *Options     // nil: the GPU pools only
+	Log    *slog.Logger // the pool server's and the bridge's, where they have none; nil: silent
+}
 
-	// The bridge, when configured.
-	var opts *Options
-	if *config != "" || *listen != "" || *peers != "" {
-		o := Options{Engine: ecfg, Log: log, PerTopic: *perTopic, BusyPoll: *busyPoll, NoChunking: *noChunking,
-			MaxPeers: *maxPeers, MaxRingsPerPeer: *maxRings}
-		if *config != "" {
-			c, err := control.LoadConfig(*config, dom)
-			if err != nil {
-				return err
-			}
-			o.Control = c
-			o.Provider = c.Provider
-		}
-		if *listen != "" {
-			o.Control.Listen = *listen
-		}
-		if o.Control.Listen == "" {
-			o.Control.Listen = fmt.Sprintf(":%d", control.DefaultPort(dom))
-		}
-		if *peers != "" {
-			ps, err := control.ParsePeers(*peers, dom)
-			if err != nil {
-				return err
-			}
-			o.Control.Peers = append(o.Control.Peers, ps...)
-		}
-		if *secretFile != "" {
-			b, err := readSecretFile(*secretFile)
-			if err != nil {
-				return err
-			}
-			o.Control.Secret = b
-		}
-		if len(o.Control.Secret) == 0 {
-			o.Control.Secret = []byte(os.Getenv("RGAPS_CLUSTER_SECRET"))
-		}
-		if *hostID != "" {
-			o.Control.HostID = *hostID
-		}
-		if o.Control.HostID == "" {
-			h, err := control.DefaultHostID()
-			if err != nil {
-				return err
-			}
-			o.Control.HostID = h
-		}
-		if *provider != "" {
-			o.Provider = *provider
-		}
-		o.DataHost = *dataHost
-		var err error
-		if o.RingSize, err = sizeFlag(*ringSize); err != nil {
-			return fmt.Errorf("-ring-size: %w", err)
-		}
-		if o.MaxChunk, err = sizeFlag(*maxChunk); err != nil {
-			return fmt.Errorf("-max-chunk: %w", err)
-		}
-		if o.Mode, err = ParseMode(*mode); err != nil {
-			return err
-		}
-		if o.Watermark, err = ParseWatermark(*wm); err != nil {
-			return err
-		}
-		opts = &o
+// Run runs rgapsd until ctx is done, or until the GPU-pool-only daemon was
+// idle for o.Pool.Idle (a daemon that bridges never idles out). A daemon
+// that only serves pools returns an error wrapping gpupool.ErrRunning when
+// one runs already for the domain; a bridging daemon then leaves the pools
+// to that one and runs the bridge alone. Run parses nothing, installs no
+// signal handler and configures no logging: its command (package rgapsd)
+// does.
+func Run(ctx context.Context, o DaemonOptions) error {
+	if o.Pool.Logger == nil {
+		o.Pool.Logger = o.Log
 	}
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	var b *Bridge
-	if opts != nil {
-		var err error
-		if b, err = New(*opts); err != nil {
-			return err
-		}
-		defer b.Close()
-		pf.SetIdle(0)
+	if o.Bridge == nil {
+		return gpupool.Run(ctx, o.Pool)
 	}
-	scfg, err := pf.Config(ecfg.Prefix, lookupGroup)
+	bo := *o.Bridge
+	if bo.Log == nil {
+		bo.Log = o.Log
+	}
+	b, err := New(bo)
 	if err != nil {
 		return err
 	}
-	scfg.Logger = log
-	srv, err := gpupool.Listen(scfg)
-	if errors.Is(err, unix.EADDRINUSE) {
-		if b == nil {
-			fmt.Fprintf(os.Stderr, "rgaps daemon: a daemon for domain %d runs already\n", dom)
-			return nil
-		}
+	defer b.Close()
+	o.Pool.Idle = 0
+	err = gpupool.Run(ctx, o.Pool)
+	if errors.Is(err, gpupool.ErrRunning) {
 		// A GPU-pool daemon (auto-started) runs already: it keeps serving
 		// the pools; this process is the bridge.
-		log.Info("GPU pools are served by the daemon already running; this process runs the bridge")
-		srv = nil
-	} else if err != nil {
-		return err
+		if o.Log != nil {
+			o.Log.Info("GPU pools are served by the daemon already running; this process runs the bridge")
+		}
+		<-ctx.Done()
+		return nil
 	}
-	start := time.Now()
-	done := make(chan error, 1)
-	if srv != nil {
-		go func() { done <- srv.Serve() }()
-	}
-	select {
-	case <-sigs:
-		err = nil
-	case err = <-done:
-		srv = nil
-	}
-	if srv != nil {
-		srv.Close()
-		<-done
-	}
-	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
 	return err
+}
+
+// DaemonFlags are rgapsd's command-line flags: the pool server's (-domain,
+// -idle, -allow-group) and the bridge's. BindFlags defines them; after parsing,
+// Options turns them into DaemonOptions.
+type DaemonFlags struct {
+	engine                                                        zerocopy.Config
+	domain                                                        *int
+	idle                                                          *time.Duration
+	group                                                         *string
+	config, listen, peers, secretFile, hostID, provider, dataHost *string
+	ringSize, maxChunk, mode, watermark                           *string
+	busyPoll                                                      *time.Duration
+	noChunking, perTopic                                          *bool
+	maxPeers, maxRings                                            *int
+}
+
+// BindFlags defines rgapsd's flags on fs. engine is the engine
+// configuration from the environment (prefix, domain, pool size): the
+// defaults, and what the bridge's engine runs with.
+func BindFlags(fs *flag.FlagSet, engine zerocopy.Config) *DaemonFlags {
+	return &DaemonFlags{
+		engine:     engine,
+		domain:     fs.Int("domain", int(engine.Domain), "ROS domain id"),
+		idle:       fs.Duration("idle", 0, "exit after this long without GPU pools or clients (0: run until stopped; a bridging daemon never idles out)"),
+		group:      fs.String("allow-group", "", "also serve processes of this group (name or gid)"),
+		config:     fs.String("config", os.Getenv("RGAPS_BRIDGE_CONFIG"), "bridge config file (key = value lines; see docs/ARCHITECTURE.md)"),
+		listen:     fs.String("listen", "", "bridge: control address to listen on (host:port; default from the config, or :"+fmt.Sprint(control.BasePort)+"+domain when peers are set)"),
+		peers:      fs.String("peers", os.Getenv("ROS_STATIC_PEERS"), "bridge: peers to connect to, ';'-separated host[:port] (default $ROS_STATIC_PEERS)"),
+		secretFile: fs.String("secret-file", "", "bridge: file holding the cluster secret (or $RGAPS_CLUSTER_SECRET)"),
+		hostID:     fs.String("host-id", "", "bridge: this host's id (default /etc/machine-id)"),
+		provider:   fs.String("provider", "", "bridge: data transport: fabric:tcp (default), fabric:shm, fabric:verbs, tcp"),
+		dataHost:   fs.String("data-host", "", "bridge: local address of data links (default: the listen host)"),
+		ringSize:   fs.String("ring-size", "", "bridge: size of each ring this daemon offers (default 64MiB)"),
+		maxChunk:   fs.String("max-chunk", "", "bridge: largest payload of one ring record (default: what the ring allows)"),
+		mode:       fs.String("mode", "write-imm", "bridge: signalling: write-imm (RDMA write with immediate) or write-twice (data write, then tail write)"),
+		watermark:  fs.String("watermark", "0", "bridge: head write-back watermark: 0 (every record), 1/8, 1/4, 1/2"),
+		busyPoll:   fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)"),
+		noChunking: fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them"),
+		perTopic:   fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair"),
+		maxPeers:   fs.Int("max-peers", DefaultMaxPeers, "bridge: most peer daemons (host ids) known at once; more are refused"),
+		maxRings:   fs.Int("max-rings-per-peer", DefaultMaxRingsPerPeer, "bridge: most rings one peer may ask this daemon to write into; further offers are refused"),
+	}
+}
+
+// Options checks the parsed flags and makes the daemon's options (no
+// logger): the bridge is configured when a config file, a listen address
+// or peers are given. lookupGroup resolves -allow-group.
+func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOptions, error) {
+	dom := *f.domain
+	if dom < 0 || dom > 232 {
+		return DaemonOptions{}, fmt.Errorf("bad domain %d", dom)
+	}
+	ecfg := f.engine
+	ecfg.Domain = uint32(dom)
+	d := DaemonOptions{Pool: gpupool.ServerConfig{Prefix: ecfg.Prefix, Domain: ecfg.Domain, AllowGroup: -1, Idle: *f.idle}}
+	if *f.group != "" {
+		gid, err := lookupGroup(*f.group)
+		if err != nil {
+			return d, err
+		}
+		d.Pool.AllowGroup = gid
+	}
+	if *f.config == "" && *f.listen == "" && *f.peers == "" {
+		return d, nil
+	}
+	o := Options{Engine: ecfg, PerTopic: *f.perTopic, BusyPoll: *f.busyPoll, NoChunking: *f.noChunking,
+		MaxPeers: *f.maxPeers, MaxRingsPerPeer: *f.maxRings}
+	if *f.config != "" {
+		c, err := control.LoadConfig(*f.config, dom)
+		if err != nil {
+			return d, err
+		}
+		o.Control = c
+		o.Provider = c.Provider
+	}
+	if *f.listen != "" {
+		o.Control.Listen = *f.listen
+	}
+	if o.Control.Listen == "" {
+		o.Control.Listen = fmt.Sprintf(":%d", control.DefaultPort(dom))
+	}
+	if *f.peers != "" {
+		ps, err := control.ParsePeers(*f.peers, dom)
+		if err != nil {
+			return d, err
+		}
+		o.Control.Peers = append(o.Control.Peers, ps...)
+	}
+	if *f.secretFile != "" {
+		b, err := readSecretFile(*f.secretFile)
+		if err != nil {
+			return d, err
+		}
+		o.Control.Secret = b
+	}
+	if len(o.Control.Secret) == 0 {
+		o.Control.Secret = []byte(os.Getenv("RGAPS_CLUSTER_SECRET"))
+	}
+	if *f.hostID != "" {
+		o.Control.HostID = *f.hostID
+	}
+	if o.Control.HostID == "" {
+		h, err := control.DefaultHostID()
+		if err != nil {
+			return d, err
+		}
+		o.Control.HostID = h
+	}
+	if *f.provider != "" {
+		o.Provider = *f.provider
+	}
+	o.DataHost = *f.dataHost
+	var err error
+	if o.RingSize, err = sizeFlag(*f.ringSize); err != nil {
+		return d, fmt.Errorf("-ring-size: %w", err)
+	}
+	if o.MaxChunk, err = sizeFlag(*f.maxChunk); err != nil {
+		return d, fmt.Errorf("-max-chunk: %w", err)
+	}
+	if o.Mode, err = ParseMode(*f.mode); err != nil {
+		return d, err
+	}
+	if o.Watermark, err = ParseWatermark(*f.watermark); err != nil {
+		return d, err
+	}
+	d.Bridge = &o
+	return d, nil
 }
 
 // ParseMode parses a signalling mode name ("write-imm", "write-twice").

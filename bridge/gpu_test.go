@@ -3,7 +3,6 @@ package bridge
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -17,23 +16,11 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-func init() {
-	// The engine starts this test binary as the GPU pool daemon.
-	testutil.Daemon = func(args []string) error {
-		return Main(args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, zerocopy.LookupGroup)
-	}
-}
-
 // requireGPU skips without a GPU (fails with RGAPS_REQUIRE_GPU=1).
 func requireGPU(t *testing.T, d *zerocopy.Domain) *cuda.Device {
 	t.Helper()
 	dev, err := d.GPU()
-	if errors.Is(err, zerocopy.ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	testutil.SkipWithoutGPU(t, err, zerocopy.ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}

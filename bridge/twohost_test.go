@@ -1,20 +1,24 @@
 package bridge_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -35,13 +39,15 @@ func init() {
 
 const testTopic = "/bridge/stream"
 
-// daemonRole runs rgapsd (bridge.Main, as `rgaps daemon` does) with the
+// daemonRole runs rgapsd (rgapsd.Main, as `rgaps daemon` does) with the
 // shm prefix args[0] and the daemon flags args[1:]; it prints "ready
 // <control address>" once the bridge answers status queries.
 func daemonRole(args []string) error {
 	cfg := zerocopy.Config{Prefix: args[0], PoolSize: 384 << 20, NoDaemonAutostart: true}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- bridge.Main(args[1:], cfg, zerocopy.LookupGroup) }()
+	go func() { errc <- rgapsd.Main(ctx, args[1:], cfg, os.Stderr) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collects what `rgaps bench e2e`'s baseline needs from iceoryx into
+# Collects what `rgaps-bench e2e`'s baseline needs from iceoryx into
 # build/iox/, for a machine without a package registry (the GPU machine):
 #
 #   build/iox/bin/iox-roudi     RouDi, iceoryx's broker (the run starts and stops it)
@@ -10,7 +10,7 @@
 #   libstdc++ (libfabric and its dependencies: libibverbs, librdmacm, libnl,
 #   libnuma, libpsm2, ...), which Ubuntu 24.04 on the GPU machine lacks.
 #
-# There: LD_LIBRARY_PATH=$PWD/build/iox/lib build/rgaps bench e2e ...
+# There: LD_LIBRARY_PATH=$PWD/build/iox/lib build/rgaps-bench e2e ...
 # (LD_LIBRARY_PATH only for libfabric, which rgaps links; measured on the
 # H100 machine on 2026-11-22, where `ip` is missing, so -netns cannot run).
 #

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds, here, everything the GPU machine runs (it has no Go toolchain):
-# the rgaps binary, GPU test binaries, the C library and its example, and
-# (scripts/e2e-bundle.sh) the iceoryx and libfabric libraries the machine
-# lacks. Then run scripts/gpu-run.sh there with build/ carried along.
+# the rgaps and rgaps-bench binaries, GPU test binaries, the C library and
+# its example, and (scripts/e2e-bundle.sh) the iceoryx and libfabric
+# libraries the machine lacks. Then run scripts/gpu-run.sh there with build/ carried along.
 source "$(dirname "$0")/setup.sh"
 rm -rf build && mkdir -p build
 go build -ldflags='-s -w' -o build/rgaps ./cmd/rgaps
-for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./internal/benchgpu ./bridge; do
+go build -ldflags='-s -w' -o build/rgaps-bench ./cmd/rgaps-bench
+for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./bench/gpu ./bridge; do
 	go test -c -ldflags='-s -w' -o "build/$(basename "$p").test" "$p"
 done
 go build -buildmode=c-shared -o build/librgaps.so ./cmd/librgaps

@@ -22,7 +22,7 @@ if want tests; then
 	(cd build && step ./gpupool.test -test.count=1)
 	(cd build && step ./zerocopy.test -test.run 'GPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^(---|ok|PASS|FAIL|leak)|gpu_test'
 	(cd build && step ./bridge.test -test.run 'GPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^(---|ok|PASS|FAIL|leak)|gpu_test'
-	(cd build && step ./benchgpu.test -test.count=1 -test.run 'GPU')
+	(cd build && step ./gpu.test -test.count=1 -test.run 'GPU')
 fi
 want demo && step build/rgaps demo -n 100
 if want capi; then
@@ -31,14 +31,14 @@ if want capi; then
 	step build/rgaps_example pub /rgaps_capi_check 50 4194304 gpu
 	wait
 fi
-want e2e && step build/rgaps bench e2e ${E2E_ARGS:-} -out "$out/h100-bench-e2e"
-want gpu && step build/rgaps bench gpu -q -out "$out" -json "$out/bench-gpu.json"
+want e2e && step build/rgaps-bench e2e ${E2E_ARGS:-} -out "$out/h100-bench-e2e"
+want gpu && step build/rgaps-bench gpu -q -out "$out" -json "$out/bench-gpu.json"
 if want local; then
-	step build/rgaps bench local -q -json "$out/bench-local.json" > "$out/bench-local.md"
+	step build/rgaps-bench local -q -json "$out/bench-local.json" > "$out/bench-local.md"
 	cat "$out/bench-local.md"
 fi
 if want bridge; then
-	step build/rgaps bench bridge ${BRIDGE_ARGS:-} > "$out/bench-bridge.md"
+	step build/rgaps-bench bridge ${BRIDGE_ARGS:-} > "$out/bench-bridge.md"
 	cat "$out/bench-bridge.md"
 fi
 exit $fail

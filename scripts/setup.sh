@@ -36,7 +36,7 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 # veth pair) of the demo and of the bridge tests; without it they would fall
 # back to loopback or skip.
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
-# iceoryx 2.0.3: RouDi and the C binding of `rgaps bench e2e`'s baseline (loaded at run time).
+# iceoryx 2.0.3: RouDi and the C binding of `rgaps-bench e2e`'s baseline (loaded at run time).
 { command -v iox-roudi >/dev/null 2>&1 && dpkg -s libiceoryx-binding-c-dev >/dev/null 2>&1; } || need_apt+=(iceoryx libiceoryx-binding-c-dev)
 if ((${#need_apt[@]})); then
 	export DEBIAN_FRONTEND=noninteractive

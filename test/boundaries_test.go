@@ -1,10 +1,14 @@
 package test
 
 import (
+	"errors"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,21 +23,46 @@ var unsafeOwners = map[string]bool{
 	"cmd/librgaps":            true, // a c-shared library exports through import "C"
 	"bridge/transport/fabric": true, // binds libfabric: contexts and buffers in C memory
 	"rmw":                     true, // librmw_rgaps: the rmw C ABI over the engine
-	"internal/iceoryx":        true, // binds iceoryx (dlopen): chunks in shared memory
+	"bench/iceoryx":           true, // binds iceoryx (dlopen): chunks in shared memory
 }
 
 func TestUnsafeOnlyInShm(t *testing.T) {
+	for _, f := range parseTree(t) {
+		for _, p := range f.other {
+			if (p == "unsafe" || p == "C") && !unsafeOwners[f.dir] {
+				t.Errorf("%s imports %q; only %v may", f.path, p, unsafeOwners)
+			}
+		}
+	}
+}
+
+const module = "github.com/rmw-rgaps/rmw_rgaps"
+
+// goFile is one parsed Go file: its package directory relative to the
+// repository root ("" for the root package) and its imports, the
+// project's relative to the module ("" for the root package) and the
+// standard library's and others' as they are.
+type goFile struct {
+	path, dir string
+	test      bool
+	project   []string // project packages, module-relative
+	other     []string // everything else
+}
+
+// parseTree parses the imports of every Go file of the repository.
+func parseTree(t *testing.T) []goFile {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	checked := 0
+	var files []goFile
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "build") {
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "build" || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") {
@@ -43,20 +72,251 @@ func TestUnsafeOnlyInShm(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		checked++
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		g := goFile{path: path, dir: rel, test: strings.HasSuffix(path, "_test.go")}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if (p == "unsafe" || p == "C") && !unsafeOwners[filepath.ToSlash(rel)] {
-				t.Errorf("%s imports %q; only %v may", path, p, unsafeOwners)
+			switch {
+			case p == module:
+				g.project = append(g.project, "")
+			case strings.HasPrefix(p, module+"/"):
+				g.project = append(g.project, strings.TrimPrefix(p, module+"/"))
+			default:
+				g.other = append(g.other, p)
 			}
 		}
+		files = append(files, g)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checked < 20 {
-		t.Fatalf("checked only %d files: wrong root?", checked)
+	if len(files) < 100 {
+		t.Fatalf("parsed only %d files: wrong root?", len(files))
 	}
+	return files
+}
+
+// importPath is the import path of the module-relative package p.
+func importPath(p string) string {
+	if p == "" {
+		return module
+	}
+	return module + "/" + p
+}
+
+// under reports whether package p is pattern or, for "x/...", x or below
+// it. "" is the root package only.
+func under(p, pattern string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+func underAny(p string, patterns []string) bool {
+	for _, pat := range patterns {
+		if under(p, pat) {
+			return true
+		}
+	}
+	return false
+}
+
+// layerRule forbids the packages matching from to import what matches
+// deny (project packages, module-relative) or denyStd (other import
+// paths). withTests extends the project rule to test files; denyStd
+// always concerns the package's own code only.
+type layerRule struct {
+	from      string
+	deny      []string
+	denyStd   []string
+	withTests bool
+	why       string
+}
+
+// frontEnds are the programs and APIs on top of the engine: the Go API
+// (root package), the rmw library, the C API, the CLI.
+var frontEnds = []string{"", "rmw/...", "cmd/..."}
+
+var layerRules = []layerRule{
+	{from: "zerocopy/...", deny: []string{"bridge/...", "rmw/...", "cmd/...", "typesupport/...", "bench/...", "rgapsd", ""},
+		denyStd: []string{"net", "net/...", "flag", "os/signal"}, withTests: true,
+		why: "the engine knows no network, no ROS ABI, no type support and no command line"},
+	{from: "typesupport/...", deny: []string{"zerocopy/...", "internal/shm", "bridge/...", "rmw/...", "cmd/...", "bench/...", "rgapsd", ""},
+		denyStd: []string{"net", "net/..."}, withTests: true,
+		why: "type support is codecs and schemas over bytes: no shared memory, no network"},
+	{from: "bridge/...", deny: append([]string{"typesupport/...", "bench/...", "rgapsd"}, frontEnds...), withTests: false,
+		why: "the bridge forwards bytes for every front end alike and is run by rgapsd, not the other way round"},
+	{from: "bridge/...", deny: append([]string{"typesupport/...", "bench/..."}, frontEnds...), withTests: true,
+		why: "the bridge's tests drive it through the engine, not through a front end"},
+	{from: "rgapsd", deny: []string{"rmw/...", "cmd/...", "bench/...", "typesupport/...", ""}, withTests: true,
+		why: "the daemon serves every front end alike"},
+}
+
+// importRule says who may import the packages matching what; a test file
+// may also when tests is set.
+type importRule struct {
+	what  string
+	by    []string
+	tests bool
+	why   string
+}
+
+var importRules = []importRule{
+	{what: "bench/...", by: []string{"bench/...", "cmd/rgaps-bench"},
+		why: "nothing but the bench binary imports the benchmarks: the daemon and the rmw library link none of them"},
+	{what: "cmd/...", by: nil, why: "commands are not libraries"},
+	{what: "rgapsd", by: []string{"cmd/rgaps", "cmd/rgaps-bench"}, tests: true,
+		why: "rgapsd is the daemon's main: run by the commands, and by test binaries serving as the daemon"},
+	{what: "internal/testutil", by: []string{"bench/util/benchtest"}, tests: true,
+		why: "test helpers are imported by tests (and test-helper packages) only"},
+	{what: "bench/util/benchtest", by: nil, tests: true, why: "test helpers are imported by tests only"},
+}
+
+// stdOwners are the only packages whose own code may import these: a
+// library does not catch signals or parse a command line for its caller.
+var stdOwners = map[string][]string{
+	"os/signal": {"cmd/...", "bench/...", "internal/testutil"},
+	"flag":      {"cmd/...", "bench/...", "rgapsd", "bridge"},
+}
+
+// TestImportRules fails when a package reaches a layer it must not
+// (docs/ARCHITECTURE.md §1).
+func TestImportRules(t *testing.T) {
+	files := parseTree(t)
+	for _, f := range files {
+		// internal/ holds foundations: they import nothing of the project
+		// above them.
+		if under(f.dir, "internal/...") {
+			for _, p := range f.project {
+				if !under(p, "internal/...") {
+					t.Errorf("%s imports %q: internal/ holds foundations, which import nothing of the project outside internal/", f.path, importPath(p))
+				}
+			}
+		}
+		for _, r := range layerRules {
+			if !under(f.dir, r.from) || (f.test && !r.withTests) {
+				continue
+			}
+			for _, p := range f.project {
+				if underAny(p, r.deny) {
+					t.Errorf("%s imports %q: %s", f.path, importPath(p), r.why)
+				}
+			}
+			if f.test {
+				continue
+			}
+			for _, p := range f.other {
+				if underAny(p, r.denyStd) {
+					t.Errorf("%s imports %q: %s", f.path, p, r.why)
+				}
+			}
+		}
+		for _, r := range importRules {
+			for _, p := range f.project {
+				if under(p, r.what) && !underAny(f.dir, r.by) && !(f.test && r.tests) && !under(f.dir, r.what) {
+					t.Errorf("%s imports %q: %s", f.path, importPath(p), r.why)
+				}
+			}
+		}
+		if !f.test {
+			for _, p := range f.other {
+				if owners, ok := stdOwners[p]; ok && !underAny(f.dir, owners) {
+					t.Errorf("%s imports %q: only %v may (libraries leave signals and flags to their command)", f.path, p, owners)
+				}
+			}
+		}
+	}
+}
+
+// linkedNever are import paths the daemon binary, the rmw library and the
+// C API must not link: plotting, fonts, the Iceoryx loader, benchmarks.
+var linkedNever = []string{"gonum.org/", "golang.org/x/image/", "plot", "font", "iceoryx", module + "/bench/"}
+
+func checkDeps(t *testing.T, what string, deps []string) {
+	t.Helper()
+	for _, d := range deps {
+		for _, bad := range linkedNever {
+			if strings.Contains(d, bad) {
+				t.Errorf("%s links %s: the daemon, the rmw library and the C API must link no plotting, font, Iceoryx or benchmark package (they belong to cmd/rgaps-bench)", what, d)
+				break
+			}
+		}
+	}
+}
+
+// The daemon binary (`rgaps`, which CMake installs and the engine
+// auto-starts), the rmw library and the C API link none of the benchmarks'
+// dependencies. Checked twice: on the project's own import graph (walked
+// from the parsed files, tests left out), and on the full dependency list
+// of the go command, which also sees what third-party packages pull in.
+func TestDaemonDeps(t *testing.T) {
+	files := parseTree(t)
+	imports := map[string][]string{} // package dir → imports of its non-test files
+	for _, f := range files {
+		if f.test {
+			continue
+		}
+		for _, p := range f.project {
+			imports[f.dir] = append(imports[f.dir], importPath(p))
+		}
+		imports[f.dir] = append(imports[f.dir], f.other...)
+	}
+	roots := []string{"cmd/rgaps", "rmw", "cmd/librgaps"}
+	for _, root := range roots {
+		seen := map[string]bool{}
+		var deps []string
+		var walk func(dir string)
+		walk = func(dir string) {
+			for _, p := range imports[dir] {
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				deps = append(deps, p)
+				if rel, ok := strings.CutPrefix(p, module+"/"); ok {
+					walk(rel)
+				} else if p == module {
+					walk("")
+				}
+			}
+		}
+		walk(root)
+		if len(deps) < 10 {
+			t.Fatalf("%s: only %d imports found: wrong root?", root, len(deps))
+		}
+		checkDeps(t, root+" (import graph)", deps)
+	}
+
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		if goCmd, err = exec.LookPath("go"); err != nil {
+			t.Log("no go command: the full dependency list was not checked, only the project's import graph")
+			return
+		}
+	}
+	args := []string{"list", "-deps", "-f", "{{.ImportPath}}"}
+	for _, r := range roots {
+		args = append(args, "./"+r)
+	}
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps gave only %d packages", len(deps))
+	}
+	checkDeps(t, strings.Join(roots, ", "), deps)
 }

@@ -13,6 +13,7 @@ package test
 
 import (
 	"bufio"
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -29,16 +30,16 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
 
 func init() {
 	// On a GPU machine the C programs start the GPU pool daemon: this test
 	// binary serves as one (RGAPS_DAEMON=os.Args[0], see capiEnv).
 	if testutil.Daemon == nil {
-		testutil.Daemon = func(args []string) error {
-			return gpupool.Main(args, testutil.Prefix(), 0, zerocopy.LookupGroup)
+		testutil.Daemon = func(ctx context.Context, args []string) error {
+			return rgapsd.Main(ctx, args, zerocopy.Config{Prefix: testutil.Prefix()}, os.Stderr)
 		}
 	}
 }
@@ -116,7 +117,7 @@ func capiHasGPU(t *testing.T) bool {
 	defer c.Close()
 	_, err = c.Engine().GPU()
 	if errors.Is(err, rgaps.ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
+		if testutil.GPURequired() {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
 		}
 		return false
@@ -202,9 +203,27 @@ func (w capiLocked) Write(b []byte) (int, error) {
 
 func capiStart(t *testing.T, env []string, bin string, args ...string) *capiProc {
 	t.Helper()
+	p := startProc(t, env, nil, bin, args...)
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// startProc starts bin with env and stdin (nil: none) and pumps its
+// stdout into p.out and, while someone reads them, p.lines; p.done closes
+// once it exited. The caller ends it at cleanup.
+func startProc(t *testing.T, env []string, stdin io.Reader, bin string, args ...string) *capiProc {
+	t.Helper()
 	p := &capiProc{name: filepath.Base(bin) + " " + strings.Join(args, " "), cmd: exec.Command(bin, args...),
 		lines: make(chan string, 1024), done: make(chan struct{})}
 	p.cmd.Env = env
+	p.cmd.Stdin = stdin
 	p.cmd.Stderr = capiLocked{p, &p.errOut}
 	r, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -227,14 +246,6 @@ func capiStart(t *testing.T, env []string, bin string, args ...string) *capiProc
 		close(p.lines)
 		close(p.done)
 	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
 	return p
 }
 

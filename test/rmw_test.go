@@ -16,7 +16,6 @@ package test
 // cannot map ThreadSanitizer's shadow memory; see capi_test.go).
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -170,33 +169,8 @@ func rmwStart(t *testing.T, env []string, bin string, args ...string) (*capiProc
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &capiProc{name: filepath.Base(bin) + " " + strings.Join(args, " "), cmd: exec.Command(bin, args...),
-		lines: make(chan string, 1024), done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stdin = r
-	p.cmd.Stderr = capiLocked{p, &p.errOut}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", p.name, err)
-	}
+	p := startProc(t, env, r, bin, args...)
 	r.Close()
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			capiLocked{p, &p.out}.Write([]byte(sc.Text() + "\n"))
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
-		}
-		io.Copy(io.Discard, out)
-		p.cmd.Wait()
-		close(p.lines)
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		w.Close()
 		select {

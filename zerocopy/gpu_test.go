@@ -1,8 +1,11 @@
 package zerocopy
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -18,8 +21,8 @@ import (
 const gpuDomain = 11
 
 func init() {
-	testutil.Daemon = func(args []string) error {
-		return gpupool.Main(args, testutil.Prefix(), 0, LookupGroup)
+	testutil.Daemon = func(ctx context.Context, args []string) error {
+		return runPoolDaemon(ctx, args, testutil.Prefix())
 	}
 	// gpusub TOPIC MEMORY(host|gpu) N HOLD: take N samples; for each print
 	// "sum <seq> <checksum> <offset>" computed on the GPU (gpu) or on the
@@ -86,6 +89,25 @@ func init() {
 	})
 }
 
+// runPoolDaemon serves as the GPU pool daemon the engine auto-starts
+// (`daemon -domain N -idle D`): the pool server of rgapsd, gpupool.Run. The
+// engine must not import the bridge, so its tests run this part of
+// rgapsd.Main.
+func runPoolDaemon(ctx context.Context, args []string, prefix string) error {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	domain := fs.Uint("domain", 0, "ROS domain id")
+	idle := fs.Duration("idle", 0, "exit after this long unused")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := gpupool.ServerConfig{Prefix: prefix, Domain: uint32(*domain), AllowGroup: -1, Idle: *idle,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	if err := gpupool.Run(ctx, cfg); !errors.Is(err, gpupool.ErrRunning) {
+		return err
+	}
+	return nil
+}
+
 func gpuChildDomain() (*Domain, error) {
 	return Open(Config{Domain: gpuDomain, PoolSize: 256 << 20, StagingSize: 256 << 20, JanitorPeriod: 20 * time.Millisecond, BlockTimeout: 300 * time.Millisecond})
 }
@@ -95,12 +117,7 @@ func gpuChildDomain() (*Domain, error) {
 func requireGPU(t testing.TB, d *Domain) *cuda.Device {
 	t.Helper()
 	dev, err := d.GPU()
-	if errors.Is(err, ErrNotSupported) {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	testutil.SkipWithoutGPU(t, err, ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}

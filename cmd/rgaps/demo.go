@@ -30,6 +30,7 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -87,7 +88,7 @@ func verifyDemo(b []byte, maxSize int64) (uint64, string) {
 	if want := demoSize(idx, maxSize); len(b) != want {
 		return idx, fmt.Sprintf("message %d has %d bytes, expected %d", idx, len(b), want)
 	}
-	if off := checkPattern(b[demoHeader:], idx); off >= 0 {
+	if off := pattern.Check(b[demoHeader:], idx); off >= 0 {
 		return idx, fmt.Sprintf("message %d: byte %d of %d is wrong", idx, demoHeader+off, len(b))
 	}
 	return idx, ""
@@ -542,7 +543,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 			break
 		}
 		binary.LittleEndian.PutUint64(b, uint64(i))
-		fillPattern(b[demoHeader:], uint64(i))
+		pattern.Fill(b[demoHeader:], uint64(i))
 		if err := loan.Publish(); err != nil {
 			pubErr = fmt.Errorf("publishing message %d: %w", i, err)
 			break

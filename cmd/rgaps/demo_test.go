@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
 )
 
 func TestDemoSizes(t *testing.T) {
@@ -30,7 +32,7 @@ func TestDemoSizes(t *testing.T) {
 func demoMessage(i uint64, maxSize int64) []byte {
 	b := make([]byte, demoSize(i, maxSize))
 	binary.LittleEndian.PutUint64(b, i)
-	fillPattern(b[demoHeader:], i)
+	pattern.Fill(b[demoHeader:], i)
 	return b
 }
 

@@ -1,9 +1,12 @@
-// Command rgaps is the one CLI of rmw_rgaps: topic tools, the demo, and the
-// benchmarks (later: the per-host daemon and doctor).
+// Command rgaps is the CLI of rmw_rgaps and its per-host daemon: topic
+// tools, the demo, the daemon (rgapsd, also auto-started for GPU pools) and
+// doctor. The benchmarks are the separate binary rgaps-bench; `rgaps bench`
+// runs it.
 //
 //	rgaps topic list|info|pub|echo|hz ...
 //	rgaps demo
-//	rgaps bench local ...
+//	rgaps daemon [flags]
+//	rgaps doctor
 package main
 
 import (

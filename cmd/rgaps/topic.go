@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
 	"io"
 	"math"
 	"os"
@@ -685,53 +686,6 @@ func summaryLine(seq uint64, b []byte) string {
 	return fmt.Sprintf("seq=%d size=%d bytes first=%s", seq, len(b), hex.EncodeToString(b[:min(16, len(b))]))
 }
 
-// patternMul spreads message numbers over the 64-bit space (the golden
-// ratio constant): the patterns of two messages share no word.
-const patternMul = 0x9E3779B97F4A7C15
-
-// fillPattern writes the counter pattern of message base into b: the
-// little-endian 64-bit word k is base*patternMul + k (a short tail holds
-// the first bytes of the next word). Every word of every message differs
-// from its neighbours and from other messages', so a shifted, stale or
-// mixed-up block fails checkPattern.
-func fillPattern(b []byte, base uint64) {
-	v := base * patternMul
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], v)
-		v++
-	}
-	if i < len(b) {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], v)
-		copy(b[i:], w[:])
-	}
-}
-
-// checkPattern returns the offset of the first byte of b that differs from
-// fillPattern(b, base), or -1.
-func checkPattern(b []byte, base uint64) int {
-	v := base * patternMul
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if binary.LittleEndian.Uint64(b[i:]) != v {
-			break
-		}
-		v++
-	}
-	if i == len(b) {
-		return -1
-	}
-	var w [8]byte
-	binary.LittleEndian.PutUint64(w[:], v)
-	for j := 0; j < 8 && i+j < len(b); j++ {
-		if b[i+j] != w[j] {
-			return i + j
-		}
-	}
-	return -1 // a tail shorter than a word, and equal
-}
-
 // ---- list -------------------------------------------------------------------
 
 type listOpts struct {
@@ -1053,7 +1007,7 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 		putCDRString(b, o.text)
 		what = stringLine(o.text)
 	case o.size > 0:
-		fillPattern(b, i)
+		pattern.Fill(b, i)
 		what = fmt.Sprintf("%d bytes", len(b))
 	default:
 		copy(b, o.text)

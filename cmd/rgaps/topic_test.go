@@ -125,32 +125,6 @@ func TestTopicEchoLines(t *testing.T) {
 	}
 }
 
-func TestTopicPattern(t *testing.T) {
-	for size := 0; size <= 41; size++ {
-		b := make([]byte, size)
-		fillPattern(b, 3)
-		if off := checkPattern(b, 3); off != -1 {
-			t.Fatalf("size %d: fresh pattern fails at %d", size, off)
-		}
-		for i := range b {
-			b[i] ^= 0x10
-			if off := checkPattern(b, 3); off != i {
-				t.Fatalf("size %d: byte %d flipped, checkPattern says %d", size, i, off)
-			}
-			b[i] ^= 0x10
-		}
-		if size >= 8 && checkPattern(b, 4) == -1 {
-			t.Fatalf("size %d: message 3's pattern passes as message 4's", size)
-		}
-	}
-	// A block shifted by a word, as a wrong offset would give, fails.
-	b := make([]byte, 4096)
-	fillPattern(b, 9)
-	if checkPattern(b[8:], 9) == -1 {
-		t.Fatal("a shifted block passes")
-	}
-}
-
 func TestTopicSizeAndDomainFlags(t *testing.T) {
 	var s sizeFlag
 	for in, want := range map[string]int64{"4096": 4096, "64K": 64 << 10, "4MiB": 4 << 20, "1G": 1 << 30} {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
 // childEnv names the role a re-executed test binary plays (see runChild).
@@ -68,13 +70,7 @@ func requireGPU(t testing.TB) *Device {
 // capability), unless RGAPS_REQUIRE_GPU=1.
 func skipIfNotSupported(t testing.TB, err error) {
 	t.Helper()
-	if err == nil || !errors.Is(err, ErrNotSupported) {
-		return
-	}
-	if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
-		t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
-	}
-	t.Skipf("no GPU: %v", err)
+	testutil.SkipWithoutGPU(t, err, ErrNotSupported)
 }
 
 func must(t testing.TB, err error) {
@@ -117,7 +113,7 @@ func TestMissingSymbolIsNamedAndNotASkip(t *testing.T) {
 func TestLoad(t *testing.T) {
 	err := load()
 	if err != nil {
-		if os.Getenv("RGAPS_REQUIRE_GPU") == "1" {
+		if testutil.GPURequired() {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but loading the driver failed: %v", err)
 		}
 		if !errors.Is(err, ErrNotSupported) {

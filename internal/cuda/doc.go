@@ -10,7 +10,7 @@
 // allocations exported and imported as POSIX file descriptors; PTX modules
 // and kernel launches; two built-in kernels (fill_pattern, checksum) with
 // CPU reference implementations; and copy-bandwidth measurement for
-// `rgaps bench gpu`. It must not know about topics, pools or formats.
+// `rgaps-bench gpu`. It must not know about topics, pools or formats.
 //
 // # Loading
 //

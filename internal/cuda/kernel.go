@@ -263,9 +263,13 @@ SUM_END:
 // FillPatternHost writes the fill_pattern kernel's values into b.
 func FillPatternHost(b []byte, seed uint32) {
 	for i := range b {
-		b[i] = byte(uint64(i)*2654435761 ^ uint64(seed))
+		b[i] = PatternByte(uint64(i), seed)
 	}
 }
+
+// PatternByte is byte i of the fill_pattern kernel's output for seed (a
+// reader spot-checks a large message with it).
+func PatternByte(i uint64, seed uint32) byte { return byte(i*2654435761 ^ uint64(seed)) }
 
 // ChecksumHost computes the checksum kernel's value for b.
 func ChecksumHost(b []byte) uint64 {

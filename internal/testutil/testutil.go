@@ -4,11 +4,14 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,7 +29,11 @@ func Prefix() string {
 // Daemon, when set (by a test package's init), lets the test binary serve
 // as `rgaps daemon`: tests point RGAPS_DAEMON at os.Args[0], so the engine's
 // auto-start runs the daemon code under test, with the race detector.
-var Daemon func(args []string) error
+// Packages above the bridge set it to rgapsd.Main, the daemon's main in
+// production; the engine's own packages, which must not import the bridge,
+// to gpupool.Run, the part of it they own. Main cancels ctx on SIGINT or
+// SIGTERM, as the command does.
+var Daemon func(ctx context.Context, args []string) error
 
 // Main runs the tests of a package and fails the run when they leaked
 // goroutines, file descriptors or shared-memory segments. Child processes
@@ -35,7 +42,10 @@ func Main(m *testing.M) {
 	os.Setenv("RGAPS_SHM_PREFIX", Prefix())
 	if len(os.Args) > 1 && os.Args[1] == "daemon" && Daemon != nil {
 		// The engine started this test binary as its daemon (RGAPS_DAEMON).
-		if err := Daemon(os.Args[2:]); err != nil {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		err := Daemon(ctx, os.Args[2:])
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "daemon:", err)
 			os.Exit(1)
 		}

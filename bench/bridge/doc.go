@@ -1,0 +1,15 @@
+// Package benchbridge is `rgaps-bench bridge`: throughput and latency
+// through the inter-host bridge (package bridge) between two "hosts" that
+// are two bridge.Bridge instances in this process (separate shared-memory
+// prefixes, as two hosts have separate /dev/shm) talking over 127.0.0.1,
+// against baselines measured in the same run: a bare fi_writedata loop
+// over the same libfabric provider, a transport-level WriteImm loop into a
+// ring-sized region, and the bridge over the plain TCP transport; and the
+// bridge's variants (write-twice, watermark 1/4, per-topic rings) against
+// its default.
+//
+// It owns its private shared-memory prefixes and removes every segment of
+// them when a run ends; it never touches another prefix. Numbers are
+// reported, never asserted (CONVENTIONS.md rule 11): its tests check that
+// the report is well formed and that every message arrived intact.
+package benchbridge

@@ -1,0 +1,84 @@
+package ours
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	benche2e "github.com/rmw-rgaps/rmw_rgaps/bench/e2e"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/rgapsd"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+const childRole = "ours-test-child"
+
+func init() {
+	// The system runs `<exe> daemon ...`: this test binary, as rgapsd.
+	testutil.Daemon = func(ctx context.Context, args []string) error {
+		return rgapsd.Main(ctx, args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, os.Stderr)
+	}
+	testutil.Role(childRole, func([]string) error { return benche2e.ChildMain(os.Args[1:]) })
+}
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+// The rgaps system through the real harness on host memory: two rgapsd
+// processes bridged over libfabric shm, a publisher on A, N subscribers on
+// B; every round's bytes are checked by checksum and the source timestamp
+// must be the publisher's.
+func TestOursHostFallback(t *testing.T) {
+	p, err := fabric.Open("shm", fabric.Options{})
+	if errors.Is(err, transport.ErrNotSupported) {
+		t.Skip("libfabric shm: ", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int64{64 << 10, 3<<20 + 100}
+	res, err := benche2e.Run(context.Background(), benche2e.Options{
+		Sizes: sizes, Ns: []int{1, 3}, Rounds: 3, Warmup: 1, HostOnly: true, Wire: "shm",
+		Exe: exe, ChildArgs: []string{}, ChildEnv: []string{testutil.ChildEnv + "=" + childRole},
+		Systems: []func() benche2e.System{benche2e.Ours}, PeerTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Systems) != 1 || res.Systems[0].Name != "rgaps" {
+		t.Fatalf("systems %+v", res.Systems)
+	}
+	run := res.Systems[0]
+	if run.Err != "" {
+		t.Fatal(run.Err)
+	}
+	for _, size := range sizes {
+		for _, n := range []int{1, 3} {
+			c := run.Cell(size, n)
+			if c == nil || len(c.PerSub) != 3 {
+				t.Fatalf("cell %d/%d: %+v", size, n, c)
+			}
+			for _, r := range c.PerSub {
+				if len(r) != n {
+					t.Fatalf("cell %d/%d: %d subscriber times, want %d", size, n, len(r), n)
+				}
+				for _, v := range r {
+					if v <= 0 {
+						t.Fatalf("cell %d/%d: latency %d", size, n, v)
+					}
+				}
+			}
+			if _, ok := c.Stages[StagePublish]; !ok {
+				t.Errorf("cell %d/%d: no %q stage", size, n, StagePublish)
+			}
+		}
+	}
+}

@@ -1,0 +1,8 @@
+package benche2e
+
+import "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+
+// Summary describes samples in ns (benchutil.Summary).
+type Summary = benchutil.Summary
+
+func summarize(xs []int64) Summary { return benchutil.Summarize(xs) }

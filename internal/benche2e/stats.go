@@ -1,8 +1,0 @@
-package benche2e
-
-import "github.com/rmw-rgaps/rmw_rgaps/internal/benchutil"
-
-// Summary describes samples in ns (benchutil.Summary).
-type Summary = benchutil.Summary
-
-func summarize(xs []int64) Summary { return benchutil.Summarize(xs) }
