@@ -2,10 +2,10 @@ package zerocopy
 
 import (
 	"encoding/binary"
-	"runtime/debug"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
