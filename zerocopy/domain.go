@@ -364,10 +364,7 @@ func (d *Domain) cleanTopic(name string) (ent CleanEntry, ok bool) {
 		if terr = t.check(); terr != nil {
 			return
 		}
-		if _, terr = t.reclaimDead(); terr != nil && !errors.Is(terr, ErrCorrupt) {
-			return
-		}
-		if terr = t.check(); terr != nil {
+		if _, terr = t.reclaimDead(); terr != nil {
 			return
 		}
 		before := topicState(t.state.Load())

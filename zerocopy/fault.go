@@ -195,7 +195,7 @@ func (t *Topic) check() error {
 		return *b
 	}
 	if st := topicState(t.state.Load()); st != topicLive && st != topicRemoved {
-		return fmt.Errorf("%w: topic %s is marked corrupt  (damage found by a process on it); remove it with `rgaps shm clean` once its processes are gone", ErrCorrupt, t.name)
+		return fmt.Errorf("%w: topic %s is marked corrupt (state %d: damage found by a process on it); remove it with `rgaps shm clean` once its processes are gone", ErrCorrupt, t.name, st)
 	}
 	return nil
 }
