@@ -7,6 +7,8 @@ import (
 	"os/user"
 	"strconv"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
 // Config is what a process decides about the topics it opens. The first
@@ -73,6 +75,14 @@ type Config struct {
 	// endpoints of its open topics, reclaiming those of dead processes and
 	// updating deadline and liveliness status (default 100 ms).
 	JanitorPeriod time.Duration
+
+	// LockTimeout bounds how long an operation waits for a topic's lock
+	// held by a live process that maps the topic (one stopped in a
+	// debugger, say): then it fails with an error wrapping
+	// shm.ErrLockTimeout that names the holder (default 10 s). Holders
+	// that died, or lock words no live user of the topic wrote, are taken
+	// over instead (docs/ARCHITECTURE.md §3.5).
+	LockTimeout time.Duration
 
 	// SkipStaleClean stops Open from removing what crashed processes left
 	// (see Domain.CleanStale).
@@ -191,11 +201,18 @@ func (c Config) withDefaults() (Config, error) {
 			c.BusyPoll = d
 		}
 	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = 10 * time.Second
+	}
 	if c.JanitorPeriod == 0 {
 		c.JanitorPeriod = 100 * time.Millisecond
 	}
 	return c, nil
 }
+
+// access is who may share the segments this configuration creates: Open
+// refuses any other (shm.ErrUntrusted).
+func (c Config) access() shm.Access { return shm.Access{Perm: c.Perm, Group: c.Group} }
 
 // parseSize reads "256M", "1G", "4096", "64KiB" and the like.
 func parseSize(s string) (uint64, error) {

@@ -1,6 +1,7 @@
 package zerocopy
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,9 +95,10 @@ func (d *Domain) acquireTopic(name, typ string, kind PoolKind) (*Topic, error) {
 	if d.topics == nil {
 		return nil, ErrClosed
 	}
-	if t, ok := d.topics[seg]; ok && topicState(t.state.Load()) == topicRemoved {
-		// Removed by its last user elsewhere: whoever still holds this
-		// mapping keeps it; new users get the segment made after it.
+	if t, ok := d.topics[seg]; ok && (t.unusable() || topicState(t.state.Load()) == topicRemoved) {
+		// Removed by its last user elsewhere, or damaged: whoever still
+		// holds this mapping keeps it; new users get the segment made after
+		// it, or the error that explains why there is none.
 		delete(d.topics, seg)
 	} else if ok {
 		t.refs++
@@ -123,8 +125,14 @@ func (d *Domain) releaseTopic(t *Topic) {
 	if d.topics[t.seg.Name()] == t {
 		delete(d.topics, t.seg.Name())
 	}
-	t.reclaimDead() // endpoints of dead processes must not keep the topic alive
-	t.removeIfUnused()
+	func() {
+		defer t.unguard(guard(), nil)
+		if t.check() != nil {
+			return
+		}
+		t.reclaimDead() // endpoints of dead processes must not keep the topic alive
+		t.removeIfUnused()
+	}()
 	t.unmap()
 }
 
@@ -199,10 +207,15 @@ func (d *Domain) janitor(prefix string) {
 		case <-tick.C:
 		}
 		for _, t := range d.holdTopics() {
-			t.reclaimDead()
-			for _, e := range t.localEndpoints() {
-				e.tick()
-			}
+			func() {
+				defer t.unguard(guard(), nil)
+				if t.audit() == nil {
+					t.reclaimDead()
+				}
+				for _, e := range t.localEndpoints() {
+					e.tick()
+				}
+			}()
 			d.releaseTopic(t)
 		}
 		d.graph.reclaimDead()
@@ -227,8 +240,11 @@ func (t *Topic) localEndpoints() []endpointLocal {
 func (d *Domain) Reclaim() int {
 	n := 0
 	for _, t := range d.holdTopics() {
-		k, _ := t.reclaimDead()
-		n += k
+		func() {
+			defer t.unguard(guard(), nil)
+			k, _ := t.reclaimDead()
+			n += k
+		}()
 		d.releaseTopic(t)
 	}
 	return n
@@ -247,17 +263,49 @@ func (d *Domain) holdTopics() []*Topic {
 	return topics
 }
 
+// CleanEntry is one thing Clean found in /dev/shm: a segment it removed, or
+// one it kept, and why.
+type CleanEntry struct {
+	Name    string
+	Removed bool
+	Reason  string
+}
+
 // CleanStale removes what crashed processes left in /dev/shm for this
-// domain: topic segments whose endpoints all belonged to dead processes
-// (their endpoints are reclaimed first), and half-created segments whose
-// creator died before publishing them. It returns the names removed. Open
-// runs it once; `rgaps shm clean` runs it on demand.
+// domain (see Clean) and returns the names removed. Open runs it once.
 func (d *Domain) CleanStale() ([]string, error) {
+	ents, err := d.Clean()
+	var removed []string
+	for _, e := range ents {
+		if e.Removed {
+			removed = append(removed, e.Name)
+		}
+	}
+	return removed, err
+}
+
+// Clean removes what crashed processes and damage left in /dev/shm for
+// this domain, and reports what it kept:
+//   - topic segments whose endpoints all belonged to dead processes (their
+//     endpoints are reclaimed first): removed;
+//   - segments that are corrupt (marked so, or failing the checks of
+//     opening: a damaged header or allocator, a truncated file): removed when
+//     no other process maps the file, kept and named with their users
+//     otherwise;
+//   - half-created segments whose creator died before publishing them:
+//     removed;
+//   - segments this user must not trust (another owner, a wider mode, more
+//     links): kept, with their owner (they are not this user's to judge);
+//   - segments in use by live endpoints: kept.
+//
+// Topics this process has open are skipped. `rgaps shm clean` prints the
+// result.
+func (d *Domain) Clean() ([]CleanEntry, error) {
 	names, err := shm.List(segPrefix(d.cfg))
 	if err != nil {
 		return nil, err
 	}
-	var removed []string
+	var out []CleanEntry
 	for _, name := range names {
 		d.mu.Lock()
 		_, open := d.topics[name]
@@ -265,30 +313,9 @@ func (d *Domain) CleanStale() ([]string, error) {
 		if open {
 			continue
 		}
-		seg, err := shm.Open(name, headerSize)
-		if err != nil {
-			continue
+		if e, ok := d.cleanTopic(name); ok {
+			out = append(out, e)
 		}
-		t, err := attachTopic(d, seg, "")
-		if err != nil {
-			seg.Close() // not ours to judge: leave a damaged segment to a person
-			continue
-		}
-		if topicState(t.state.Load()) == topicCorrupt {
-			// Beyond repair: remove it once no live process uses it.
-			if !t.liveEndpoints() && shm.Unlink(name) == nil {
-				removed = append(removed, name)
-			}
-			seg.Close()
-			continue
-		}
-		t.reclaimDead()
-		before := topicState(t.state.Load())
-		t.removeIfUnused()
-		if before == topicLive && topicState(t.state.Load()) == topicRemoved {
-			removed = append(removed, name)
-		}
-		seg.Close()
 	}
 	tmps, _ := os.ReadDir(shm.Dir)
 	for _, e := range tmps {
@@ -302,10 +329,97 @@ func (d *Domain) CleanStale() ([]string, error) {
 			continue
 		}
 		if os.Remove(filepath.Join(shm.Dir, n)) == nil {
-			removed = append(removed, n)
+			out = append(out, CleanEntry{Name: n, Removed: true, Reason: fmt.Sprintf("half-created by pid %d, which died", pid)})
 		}
 	}
-	return removed, nil
+	return out, nil
+}
+
+// cleanTopic judges one topic segment for Clean (ok false: nothing to say,
+// e.g. it vanished meanwhile).
+func (d *Domain) cleanTopic(name string) (ent CleanEntry, ok bool) {
+	ent.Name = name
+	seg, err := shm.Open(name, headerSize, d.cfg.access())
+	switch {
+	case errors.Is(err, shm.ErrNotExist):
+		return ent, false
+	case errors.Is(err, shm.ErrTruncated):
+		return d.removeDamaged(name, err), true
+	case err != nil:
+		ent.Reason = err.Error()
+		return ent, true
+	}
+	defer seg.Close()
+	t, err := attachTopic(d, seg, "")
+	if errors.Is(err, ErrCorrupt) {
+		return d.removeDamaged(name, err), true
+	}
+	if err != nil {
+		ent.Reason = err.Error() // another version: not ours to judge
+		return ent, true
+	}
+	var terr error
+	func() {
+		defer t.unguard(guard(), &terr)
+		if terr = t.check(); terr != nil {
+			return
+		}
+		if _, terr = t.reclaimDead(); terr != nil {
+			return
+		}
+		before := topicState(t.state.Load())
+		t.removeIfUnused()
+		if before == topicLive && topicState(t.state.Load()) == topicRemoved {
+			ent.Removed, ent.Reason = true, "every endpoint belonged to a dead process"
+		} else {
+			ent.Reason = "in use by live endpoints"
+		}
+	}()
+	if errors.Is(terr, ErrCorrupt) {
+		seg.Close()
+		return d.removeDamaged(name, terr), true
+	}
+	if terr != nil {
+		ent.Reason = terr.Error()
+	}
+	return ent, true
+}
+
+// removeDamaged removes the damaged segment name (refused with cause) when
+// no other process maps it.
+func (d *Domain) removeDamaged(name string, cause error) CleanEntry {
+	ent := CleanEntry{Name: name, Reason: cause.Error()}
+	if err := removeUnused(d.cfg, name, cause); err != nil {
+		ent.Reason = err.Error()
+		return ent
+	}
+	ent.Removed = true
+	return ent
+}
+
+// removeUnused unlinks the unusable segment name (refused with cause) if
+// no process other than this one maps it, and returns an error naming its
+// users otherwise. Whatever its contents say, the file's mappings in /proc
+// tell who still uses it.
+func removeUnused(cfg Config, name string, cause error) error {
+	dev, ino, _, err := shm.Inspect(name, cfg.access())
+	if err != nil {
+		return fmt.Errorf("%v (%v)", cause, err)
+	}
+	if users := shm.Users(dev, ino); len(users) > 0 {
+		var who []string
+		for _, p := range users {
+			who = append(who, fmt.Sprintf("%d (%s)", p, shm.Comm(p)))
+		}
+		return fmt.Errorf("%v; in use by pid %s: remove it once they are gone", cause, strings.Join(who, ", "))
+	}
+	if err := shm.RemoveIf(name, dev, ino); err != nil {
+		return fmt.Errorf("%v (removing it: %v)", cause, err)
+	}
+	if lg := cfg.Logger; lg != nil {
+		lg.Warn("removed a damaged shared-memory segment nobody used", "segment", name, "cause", cause.Error())
+	}
+	return nil
 }
 
 // liveEndpoints reports, without the lock, whether a live process owns an

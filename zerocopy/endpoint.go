@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,10 +155,22 @@ func (d *Domain) createEndpoint(spec EndpointSpec, kind Kind) (*endpoint, error)
 	}
 }
 
-func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, error) {
+func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, err error) {
 	if d.closed.Load() {
 		return nil, ErrClosed
 	}
+	var held *Topic // the topic acquired, released again if the join fails
+	defer func() {
+		if r := recover(); r != nil {
+			// A fault or failed index check on a topic the domain has open
+			// (released below); anything else goes on.
+			err = d.recovered(held, r)
+		}
+		if err != nil && held != nil {
+			d.releaseTopic(held)
+		}
+	}()
+	defer debug.SetPanicOnFault(guard())
 	q := spec.QoS.Resolve()
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -173,10 +186,10 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	if err != nil {
 		return nil, err
 	}
+	held = t
 	capacity := t.lay.queueCap
 	if q.History == qos.HistoryKeepLast {
 		if q.Depth > t.lay.queueCap {
-			d.releaseTopic(t)
 			return nil, fmt.Errorf("%w: history depth %d exceeds the queue capacity %d of topic %s", ErrInvalid, q.Depth, t.lay.queueCap, t.name)
 		}
 		capacity = q.Depth
@@ -185,7 +198,6 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		capacity = 0 // a volatile publisher keeps no history
 	}
 	if _, err := t.reclaimDead(); err != nil {
-		d.releaseTopic(t)
 		return nil, err
 	}
 	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.lay.poolKind == PoolGPU {
@@ -200,20 +212,17 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		// the topic lock. A GPU subscription needs a GPU; a GPU publisher
 		// without one can still publish host data (host readers need no GPU).
 		if err := t.prepareGPU(); err != nil && (kind == KindSubscription || !errors.Is(err, ErrNotSupported)) {
-			d.releaseTopic(t)
 			return nil, fmt.Errorf("topic %s: %w", t.name, err)
 		}
 	}
 	e := &endpoint{t: t, kind: kind, gid: newGID(), qos: q, event: d.word(), lastData: time.Now()}
 	if err := t.lock(); err != nil {
-		d.releaseTopic(t)
 		return nil, err
 	}
 	if topicState(t.state.Load()) == topicRemoved {
 		// Its last user removed it after we mapped it: joining would leave
 		// us alone in an unlinked segment. Open the name again.
 		t.unlock()
-		d.releaseTopic(t)
 		return nil, errTopicRemoved
 	}
 	slot, slots := uint32(0), t.slotCount()
@@ -224,7 +233,6 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	}
 	if slot == t.lay.maxEndpoints {
 		t.unlock()
-		d.releaseTopic(t)
 		return nil, fmt.Errorf("topic %s: %w (%d)", t.name, ErrTooManyEndpoints, t.lay.maxEndpoints)
 	}
 	if slot == slots {
@@ -232,7 +240,6 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 		// zero, which is a free slot with empty rings).
 		if err := t.seg.Commit(t.slotOff(slot), t.lay.endpointStride); err != nil {
 			t.unlock()
-			d.releaseTopic(t)
 			return nil, fmt.Errorf("topic %s: adding an endpoint slot: %w", t.name, err)
 		}
 		t.u32(hSlots).Store(slot + 1)
@@ -259,7 +266,11 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	e.bridge, e.mem = spec.Bridge, spec.Memory
 	t.u32(so + eFlags).Store(uint32(flags))
 	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
-		t.deliverHistory(slot, q, flags)
+		if err := t.deliverHistory(slot, q, flags); err != nil {
+			t.clearSlot(slot)
+			t.unlock()
+			return nil, err
+		}
 	}
 	// Publish the slot last: readers that scan without the lock see only
 	// complete slots.
@@ -271,14 +282,15 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (*endpoint, er
 	t.mu.Lock()
 	t.endpoints[slot] = e
 	t.mu.Unlock()
+	held = nil // the endpoint keeps the reference
 	return e, nil
 }
 
 // deliverHistory gives a late-joining transient-local subscription the
 // history of every matching transient-local publisher: at most its depth
 // samples per publisher, oldest first, skipping expired ones.
-// Must hold the topic lock.
-func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags) {
+// Must hold the topic lock. A damaged publisher ring marks the topic corrupt.
+func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags) error {
 	now := time.Now().UnixNano()
 	for ps := uint32(0); ps < t.slotCount(); ps++ {
 		so := t.slotOff(ps)
@@ -295,6 +307,9 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 		if c, _ := qos.CheckCompatible(pq, sub); c == qos.Error {
 			continue
 		}
+		if err := t.ringOK(ps); err != nil {
+			return err
+		}
 		head, tail := t.u64(so+eHead).Load(), t.u64(so+eTail).Load()
 		if capacity := uint64(t.u32(t.slotOff(slot) + eCap).Load()); tail-head > capacity {
 			head = tail - capacity
@@ -303,6 +318,9 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 			n := t.ringWord(ps, p).Load()
 			if !t.validSample(n) {
 				continue
+			}
+			if err := t.deliverable(ps, n); err != nil {
+				return err
 			}
 			if exp := int64(t.u64(t.sampleOff(n) + sExpires).Load()); exp != 0 && exp <= now {
 				continue
@@ -324,6 +342,7 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 			t.pushRing(slot, n, true)
 		}
 	}
+	return nil
 }
 
 // refreshMatches recomputes the matched peers when the topic's endpoints
@@ -462,6 +481,7 @@ func (e *endpoint) TakeStatus() Status {
 		return Status{}
 	}
 	defer e.exit()
+	defer e.t.unguard(guard(), nil)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.refreshMatches()
@@ -482,6 +502,7 @@ func (e *endpoint) Matched() int {
 		return 0
 	}
 	defer e.exit()
+	defer e.t.unguard(guard(), nil)
 	return e.matched()
 }
 
@@ -511,8 +532,16 @@ func (e *endpoint) Topic() *Topic { return e.t }
 // changes (for wait sets).
 func (e *endpoint) eventWord() *atomic.Uint32 { return e.event }
 
+// peersNow refreshes the match cache and returns it with its generation.
+func (e *endpoint) peersNow() (map[GID]peerInfo, uint32) {
+	e.mu.Lock()
+	defer e.mu.Unlock() // refreshMatches may fault (unguard recovers)
+	e.refreshMatches()
+	return e.peers, e.matchGen
+}
+
 // close releases the slot, every sample it holds, and the topic.
-func (e *endpoint) close() error {
+func (e *endpoint) close() (err error) {
 	if !e.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
@@ -526,13 +555,15 @@ func (e *endpoint) close() error {
 	t.mu.Lock()
 	delete(t.endpoints, e.slot)
 	t.mu.Unlock()
-	err := t.lock()
-	if err == nil {
-		t.clearSlot(e.slot)
-		t.generation.Add(1)
-		t.unlock()
-		t.notifyChange()
-	}
+	func() {
+		defer t.unguard(guard(), &err)
+		if err = t.lock(); err == nil {
+			err = t.clearSlot(e.slot)
+			t.generation.Add(1)
+			t.unlock()
+			t.notifyChange()
+		}
+	}()
 	t.d.putWord(e.event)
 	t.d.releaseTopic(t)
 	return err

@@ -42,6 +42,11 @@ var (
 	// use it, up to their caps, so this is the limit of /dev/shm, not of a
 	// topic. It is package shm's value, so errors.Is works across packages.
 	ErrNoSpace = shm.ErrNoSpace
+	// ErrUntrusted reports a segment this process refuses to use: another
+	// user's (outside the allowed group), a mode wider than Config.Perm,
+	// more than one name, or not a regular file. The message names the
+	// owner. It is package shm's value.
+	ErrUntrusted = shm.ErrUntrusted
 	// ErrClosed is returned by every method of a closed object.
 	ErrClosed = errors.New("closed")
 	// ErrNotSupported reports a feature this machine lacks (no GPU, no VMM

@@ -59,7 +59,12 @@ func graphName(cfg Config) string { return fmt.Sprintf("%s_d%d_graph", cfg.Prefi
 func openGraph(cfg Config) (*graph, error) {
 	name := graphName(cfg)
 	for attempt := 0; attempt < 100; attempt++ {
-		seg, err := shm.Open(name, gNodesOff)
+		seg, err := shm.Open(name, gNodesOff, cfg.access())
+		if errors.Is(err, shm.ErrTruncated) {
+			if removeUnused(cfg, name, err) == nil {
+				continue
+			}
+		}
 		if errors.Is(err, shm.ErrNotExist) {
 			size := int64(gNodesOff + defaultNodeCap*nodeStride)
 			seg, err = shm.Create(name, size, cfg.Perm, cfg.Group)
@@ -89,6 +94,9 @@ func openGraph(cfg Config) (*graph, error) {
 		g, err := attachGraph(cfg, seg)
 		if err != nil {
 			seg.Close()
+			if errors.Is(err, ErrCorrupt) && removeUnused(cfg, name, err) == nil {
+				continue // nobody used the damaged one: make a new one
+			}
 			return nil, err
 		}
 		return g, nil
@@ -371,9 +379,8 @@ func (d *Domain) topicSegments(topic string) ([]string, error) {
 // inspectSegment reads the endpoints of the topic in segment name (whose
 // topic must be topic, unless that is ""), mapping it for the duration
 // when this process does not have it open.
-func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, error) {
-	var ti TopicInfo
-	seg, err := shm.Open(name, headerSize)
+func (d *Domain) inspectSegment(name, topic string) (_ []EndpointInfo, ti TopicInfo, err error) {
+	seg, err := shm.Open(name, headerSize, d.cfg.access())
 	if err != nil {
 		return nil, ti, err
 	}
@@ -382,6 +389,7 @@ func (d *Domain) inspectSegment(name, topic string) ([]EndpointInfo, TopicInfo, 
 	if err != nil {
 		return nil, ti, err
 	}
+	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
 		return nil, ti, err
 	}

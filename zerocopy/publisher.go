@@ -93,8 +93,8 @@ func (p *Publisher) reliable() bool { return p.qos.Reliability == qos.Reliabilit
 // queue slot) or the deadline passes, reclaiming dead endpoints meanwhile.
 func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 	left := time.Until(deadline)
-	if left <= 0 || p.closed.Load() {
-		return false // Close is waiting for this call: give up now
+	if left <= 0 || p.closed.Load() || p.t.check() != nil {
+		return false // Close is waiting for this call, or the topic is lost: give up now
 	}
 	t := p.t
 	t.spaceWaiters.Add(1)
@@ -174,11 +174,12 @@ func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
 }
 
 // loan lends a block; the caller has entered.
-func (p *Publisher) loan(size int, dev bool) (*Loan, error) {
+func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("%w: loan of %d bytes", ErrInvalid, size)
 	}
 	t := p.t
+	defer t.unguard(guard(), &err)
 	var deadline time.Time
 	for {
 		seen := t.spaceSeq.Load()
@@ -216,13 +217,16 @@ func (p *Publisher) loan(size int, dev bool) (*Loan, error) {
 			deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 		}
 		if !p.waitSpace(seen, deadline) {
+			if cerr := t.check(); cerr != nil {
+				return nil, cerr
+			}
 			return nil, fmt.Errorf("%w (waited %v)", err, t.d.cfg.BlockTimeout)
 		}
 	}
 }
 
 // Discard returns an unpublished loan to the pool.
-func (l *Loan) Discard() error {
+func (l *Loan) Discard() (err error) {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
 	}
@@ -232,6 +236,7 @@ func (l *Loan) Discard() error {
 	}
 	defer l.p.exit()
 	t := l.p.t
+	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
 		return err
 	}
@@ -301,8 +306,11 @@ func (l *Loan) CopyIn(off int, src []byte) error {
 		return fmt.Errorf("%w: %d bytes at offset %d of a %d-byte loan", ErrInvalid, len(src), off, l.size)
 	}
 	if !l.dev {
-		copy(l.data[off:], src)
-		return nil
+		if !l.p.enter() {
+			return ErrClosed
+		}
+		defer l.p.exit()
+		return l.p.t.copyGuarded(l.data[off:], src)
 	}
 	if !l.p.enter() {
 		return ErrClosed
@@ -318,7 +326,7 @@ func (l *Loan) CopyIn(off int, src []byte) error {
 // Shrink reduces the size the loan will be published with to n bytes
 // (0 < n ≤ Size), for a writer that reserved an upper bound; the block
 // keeps its size until the sample is freed.
-func (l *Loan) Shrink(n int) error {
+func (l *Loan) Shrink(n int) (err error) {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
 	}
@@ -329,6 +337,7 @@ func (l *Loan) Shrink(n int) error {
 		return ErrClosed
 	}
 	defer l.p.exit()
+	defer l.p.t.unguard(guard(), &err)
 	l.size = n
 	if l.data != nil {
 		l.data = l.data[:n:n]
@@ -337,9 +346,18 @@ func (l *Loan) Shrink(n int) error {
 	return nil
 }
 
+// copyGuarded copies src into dst, a slice of t's pool, turning a fault on
+// the pool (its file truncated) into t's error.
+func (t *Topic) copyGuarded(dst, src []byte) (err error) {
+	defer t.unguard(guard(), &err)
+	copy(dst, src)
+	return nil
+}
+
 // dropLoan returns a held sample (a loan that will not be published).
 func (p *Publisher) dropLoan(n uint32) {
 	t := p.t
+	defer t.unguard(guard(), nil)
 	if t.lock() != nil {
 		return
 	}
@@ -353,7 +371,7 @@ func (p *Publisher) dropLoan(n uint32) {
 // write into the pool directly. Without matched subscriptions (and no
 // transient-local history) nothing is copied. A BEST_EFFORT publisher whose
 // pool is full drops the message, counts it, and returns nil.
-func (p *Publisher) Publish(data []byte) error {
+func (p *Publisher) Publish(data []byte) (err error) {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty message", ErrInvalid)
 	}
@@ -361,6 +379,7 @@ func (p *Publisher) Publish(data []byte) error {
 		return ErrClosed
 	}
 	defer p.exit()
+	defer p.t.unguard(guard(), &err)
 	if p.capacityZero() && p.matched() == 0 {
 		p.t.u64(p.t.slotOff(p.slot) + eSeq).Add(1)
 		p.noteData()
@@ -373,8 +392,10 @@ func (p *Publisher) Publish(data []byte) error {
 		}
 		return err
 	}
-	copy(l.data, data)
 	l.done = true
+	if err := p.t.copyGuarded(l.data, data); err != nil {
+		return err
+	}
 	return l.publishEntered()
 }
 
@@ -389,22 +410,36 @@ func (p *Publisher) noteData() {
 
 // publish queues held sample n for every matched subscription; the caller
 // has entered.
-func (p *Publisher) publish(n uint32, origin *Origin) error {
+func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 	t := p.t
+	defer t.unguard(guard(), &err)
 	so := t.slotOff(p.slot)
 	var deadline time.Time
 	for {
 		seen := t.spaceSeq.Load()
-		p.mu.Lock()
-		p.refreshMatches()
-		peers, gen := p.peers, p.matchGen
-		p.mu.Unlock()
+		peers, gen := p.peersNow()
 		if err := t.lock(); err != nil {
 			return err
 		}
 		if t.generation.Load() != gen {
 			t.unlock() // an endpoint came or went since the refresh
 			continue
+		}
+		// Every ring this publish appends to must be sound first (so a
+		// damaged one delivers to nobody, rather than to some).
+		for _, pi := range peers {
+			if err := t.ringOK(pi.slot); err != nil {
+				t.unlock()
+				return err
+			}
+		}
+		if err := t.ringOK(p.slot); err != nil {
+			t.unlock()
+			return err
+		}
+		if st := sampleState(t.u32(t.sampleOff(n) + sState).Load()); st != sampleLoaned {
+			t.unlock()
+			return t.markCorrupt("loaned sample %d is in state %d", n, st)
 		}
 		blocked := false
 		for _, pi := range peers {
@@ -419,6 +454,9 @@ func (p *Publisher) publish(n uint32, origin *Origin) error {
 				deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 			}
 			if !p.waitSpace(seen, deadline) {
+				if cerr := t.check(); cerr != nil {
+					return cerr
+				}
 				p.dropLoan(n)
 				return fmt.Errorf("topic %s: %w (waited %v)", t.name, ErrQueueFull, t.d.cfg.BlockTimeout)
 			}
@@ -491,6 +529,7 @@ func (p *Publisher) SequenceNumber() uint64 {
 		return 0
 	}
 	defer p.exit()
+	defer p.t.unguard(guard(), nil)
 	return p.t.u64(p.t.slotOff(p.slot) + eSeq).Load()
 }
 
@@ -500,5 +539,6 @@ func (p *Publisher) Drops() uint64 {
 		return 0
 	}
 	defer p.exit()
+	defer p.t.unguard(guard(), nil)
 	return p.t.u64(p.t.slotOff(p.slot) + eLost).Load()
 }

@@ -42,9 +42,16 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 			}
 		}
 	} else if n > made {
-		return 0, fmt.Errorf("%w: free sample list names sample %d", ErrCorrupt, n)
+		return 0, t.markCorrupt("the free sample list names sample %d, only %d exist", n, made)
 	}
 	so := t.sampleOff(n)
+	if !fresh {
+		if st := sampleState(t.u32(so + sState).Load()); st != sampleFree {
+			// A cycle in the free list, or a damaged link: lending it would
+			// give one record to two owners.
+			return 0, t.markCorrupt("the free sample list names sample %d, which is in state %d", n, st)
+		}
+	}
 	t.u32(so + sBlock).Store(0)
 	t.u32(so + sDevBlock).Store(0)
 	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
@@ -84,8 +91,13 @@ func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
 	case errors.Is(err, tlsf.ErrNoSpace), errors.Is(err, tlsf.ErrNoDescriptors):
 		st := a.Stats()
 		return fmt.Errorf("%w: %d bytes asked, %d of %d free in the %s pool, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, what, st.LargestFree)
+	case errors.Is(err, tlsf.ErrCorrupt) || errors.Is(err, tlsf.ErrBadFree):
+		return t.markCorrupt("%s pool allocator: %v", what, err)
 	case err != nil:
 		return fmt.Errorf("allocating %d bytes: %w", size, err)
+	}
+	if b.Offset > poolSize || size > poolSize-b.Offset || size > b.Size {
+		return t.markCorrupt("%s pool allocator lent %d bytes at offset %d for %d asked, in a %d-byte pool", what, b.Size, b.Offset, size, poolSize)
 	}
 	if !dev {
 		// Lend only committed bytes: a block past the committed prefix
@@ -109,13 +121,24 @@ func (t *Topic) dropBlock(n uint32, dev bool) {
 		a, f = t.dalloc, sDevBlock
 	}
 	if b := t.u32(so + f).Swap(0); b != 0 {
-		a.Free(b)
+		if err := a.Free(b); err != nil {
+			t.markCorrupt("freeing block %d: %v", b, err)
+		}
 	}
 }
 
 // freeHeld finds an empty held entry of slot.
 func (t *Topic) freeHeld(slot uint32) (uint32, error) {
 	if t.u32(t.slotOff(slot)+eHeld).Load() >= t.lay.heldCap {
+		used := uint32(0)
+		for j := uint32(0); j < t.lay.heldCap; j++ {
+			if t.heldWord(slot, j).Load() != 0 {
+				used++
+			}
+		}
+		if used < t.lay.heldCap {
+			return 0, t.markCorrupt("endpoint %d: held count %d, %d entries in use", slot, t.u32(t.slotOff(slot)+eHeld).Load(), used)
+		}
 		return 0, fmt.Errorf("%w: the endpoint holds %d samples", ErrTooManyLoans, t.lay.heldCap)
 	}
 	for j := uint32(0); j < t.lay.heldCap; j++ {
@@ -123,7 +146,7 @@ func (t *Topic) freeHeld(slot uint32) (uint32, error) {
 			return j, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: held count disagrees with held entries", ErrCorrupt)
+	return 0, t.markCorrupt("endpoint %d: held count disagrees with its held entries", slot)
 }
 
 // addHeld records that slot holds sample n (the caller has counted the ref).
@@ -171,10 +194,14 @@ func (t *Topic) freeSample(n uint32) {
 	// The blocks go back before the record: a death in between leaves a
 	// record naming a free block, which repair drops.
 	if b := t.u32(so + sBlock).Load(); b != 0 {
-		t.alloc.Free(b)
+		if err := t.alloc.Free(b); err != nil {
+			t.markCorrupt("sample %d: freeing host block %d: %v", n, b, err)
+		}
 	}
 	if b := t.u32(so + sDevBlock).Load(); b != 0 && t.dalloc != nil {
-		t.dalloc.Free(b)
+		if err := t.dalloc.Free(b); err != nil {
+			t.markCorrupt("sample %d: freeing device block %d: %v", n, b, err)
+		}
 	}
 	t.u32(so + sRefs).Store(0)
 	t.u32(so + sState).Store(uint32(sampleFree))
@@ -185,13 +212,39 @@ func (t *Topic) freeSample(n uint32) {
 	t.wakeSpace()
 }
 
-// ringLen is the number of entries queued in slot's ring.
-// It may be read without the lock: head is read before tail, and both only
-// grow, so the difference never underflows.
-func (t *Topic) ringLen(slot uint32) uint64 {
+// ring returns slot's head and tail and whether they can be a ring: tail
+// not before head and at most queueCap entries apart. Under the lock a
+// false ok is damage (ringOK); without it, a ring that moved between the
+// two loads can look too long too.
+func (t *Topic) ring(slot uint32) (head, tail uint64, ok bool) {
 	so := t.slotOff(slot)
-	head := t.u64(so + eHead).Load()
-	return t.u64(so+eTail).Load() - head
+	head = t.u64(so + eHead).Load()
+	tail = t.u64(so + eTail).Load()
+	return head, tail, tail >= head && tail-head <= uint64(t.lay.queueCap)
+}
+
+// ringLen is the number of entries queued in slot's ring, at most queueCap
+// (0 for a damaged ring: callers holding the lock check ringOK first).
+// It may be read without the lock: head is read before tail, and both only
+// grow.
+func (t *Topic) ringLen(slot uint32) uint64 {
+	head, tail, ok := t.ring(slot)
+	if !ok {
+		if tail > head {
+			return uint64(t.lay.queueCap) // moving, or damaged: let the taker look under the lock
+		}
+		return 0
+	}
+	return tail - head
+}
+
+// ringOK checks slot's ring under the lock; a damaged one marks the topic
+// corrupt: every loop over a ring is bounded by queueCap.
+func (t *Topic) ringOK(slot uint32) error {
+	if head, tail, ok := t.ring(slot); !ok {
+		return t.markCorrupt("endpoint %d: ring head %d and tail %d are not %d entries or fewer apart", slot, head, tail, t.lay.queueCap)
+	}
+	return nil
 }
 
 // pushRing appends sample n to slot's ring, counting a reference. When the
@@ -201,7 +254,7 @@ func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
 	so := t.slotOff(slot)
 	head, tail := t.u64(so+eHead), t.u64(so+eTail)
 	t.u32(t.sampleOff(n) + sRefs).Add(1)
-	capacity := uint64(t.u32(so + eCap).Load())
+	capacity := min(uint64(t.u32(so+eCap).Load()), uint64(t.lay.queueCap))
 	var evicted uint32
 	if tail.Load()-head.Load() >= capacity {
 		// head moves first: a death before the word is cleared leaves a
@@ -245,9 +298,14 @@ func (t *Topic) popRing(slot uint32) uint32 {
 // Only committed records are valid (the commit rule in layout.go).
 func (t *Topic) validSample(n uint32) bool { return n >= 1 && n <= t.samplesMade() }
 
-// clearSlot drops every reference slot holds and frees the slot.
-func (t *Topic) clearSlot(slot uint32) {
-	for t.ringLen(slot) > 0 {
+// clearSlot drops every reference slot holds and frees the slot. A damaged
+// ring marks the topic corrupt (the references cannot be known) and leaves
+// the slot as it is.
+func (t *Topic) clearSlot(slot uint32) error {
+	if err := t.ringOK(slot); err != nil {
+		return err
+	}
+	for i := uint32(0); i < t.lay.queueCap && t.ringLen(slot) > 0; i++ {
 		t.unref(t.popRing(slot)) // unref ignores an invalid (0) number
 	}
 	for j := uint32(0); j < t.lay.heldCap; j++ {
@@ -264,6 +322,7 @@ func (t *Topic) clearSlot(slot uint32) {
 	t.u32(so + ePid).Store(0)
 	t.u64(so + eStart).Store(0)
 	t.wakeSpace()
+	return nil
 }
 
 // repair runs after the lock was taken over from a dead holder: it recounts
@@ -412,6 +471,9 @@ func (t *Topic) reclaimDead() (int, error) {
 		o    shm.Owner
 	}
 	var dead []cand
+	if err := t.check(); err != nil {
+		return 0, err
+	}
 	alive := map[shm.Owner]bool{}
 	for slot := uint32(0); slot < t.slotCount(); slot++ {
 		so := t.slotOff(slot)
@@ -457,7 +519,10 @@ func (t *Topic) reclaimDead() (int, error) {
 		default:
 			continue
 		}
-		t.clearSlot(c.slot)
+		if err := t.clearSlot(c.slot); err != nil {
+			t.unlock()
+			return n, err
+		}
 		n++
 		if lg := t.d.cfg.Logger; lg != nil {
 			lg.Info("reclaimed endpoint of a dead process", "topic", t.name, "slot", c.slot, "owner", c.o.String())
@@ -471,4 +536,44 @@ func (t *Topic) reclaimDead() (int, error) {
 		t.notifyChange()
 	}
 	return n, nil
+}
+
+// deliverable checks sample n, read from slot's ring, before anyone is given
+// it: it must be published and referenced, and its blocks must be blocks
+// in use of the size and place the record says. Anything else is damage
+// (a queue naming a free sample would deliver bytes nobody published) and
+// marks the topic corrupt. Must hold the topic lock.
+func (t *Topic) deliverable(slot, n uint32) error {
+	so := t.sampleOff(n)
+	st, refs := sampleState(t.u32(so+sState).Load()), t.u32(so+sRefs).Load()
+	if st != samplePublished || refs == 0 {
+		return t.markCorrupt("endpoint %d's ring names sample %d, which is in state %d with %d references", slot, n, st, refs)
+	}
+	size := t.u64(so + sSize).Load()
+	forms := 0
+	for _, f := range []struct {
+		a            *tlsf.Allocator
+		block, off   uint64
+		limit        uint64
+		name         string
+		checkCommits bool
+	}{{t.alloc, sBlock, sOffset, t.poolCommitted(), "host", true}, {t.dalloc, sDevBlock, sDevOffset, t.lay.devPoolSize, "device", false}} {
+		idx := t.u32(so + f.block).Load()
+		if idx == 0 {
+			continue
+		}
+		forms++
+		if f.a == nil {
+			return t.markCorrupt("sample %d names a %s block, and the topic has no %s pool", n, f.name, f.name)
+		}
+		off := t.u64(so + f.off).Load()
+		b, err := f.a.Lookup(idx)
+		if err != nil || b.Offset != off || size > b.Size || off > f.limit || size > f.limit-off {
+			return t.markCorrupt("sample %d claims %d bytes at offset %d of %s block %d (%+v, %v)", n, size, off, f.name, idx, b, err)
+		}
+	}
+	if forms == 0 {
+		return t.markCorrupt("published sample %d has no block", n)
+	}
+	return nil
 }

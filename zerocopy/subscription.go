@@ -3,6 +3,7 @@ package zerocopy
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
@@ -104,7 +105,23 @@ func (s *Subscription) Ready() bool {
 	return s.ready()
 }
 
-func (s *Subscription) ready() bool { return !s.closed.Load() && s.t.ringLen(s.slot) > 0 }
+// ready reports a queued sample, or a damaged topic: either way Take has
+// something to say (the damage as ErrCorrupt), so waits end.
+func (s *Subscription) ready() (ok bool) {
+	if s.closed.Load() {
+		return false
+	}
+	t := s.t
+	prev := guard()
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			t.d.recovered(t, r)
+			ok = true
+		}
+	}()
+	return t.check() != nil || t.ringLen(s.slot) > 0
+}
 
 // Take removes the oldest queued sample, or returns ErrNoData. Samples whose
 // lifespan has passed are discarded on the way.
@@ -116,12 +133,20 @@ func (s *Subscription) Take() (*Sample, error) {
 	return s.take()
 }
 
-func (s *Subscription) take() (*Sample, error) {
+func (s *Subscription) take() (_ *Sample, err error) {
 	t := s.t
+	defer t.unguard(guard(), &err)
+	if err := t.check(); err != nil {
+		return nil, err
+	}
 	if t.ringLen(s.slot) == 0 {
 		return nil, ErrNoData
 	}
 	if err := t.lock(); err != nil {
+		return nil, err
+	}
+	if err := t.ringOK(s.slot); err != nil {
+		t.unlock()
 		return nil, err
 	}
 	if t.u32(t.slotOff(s.slot)+eHeld).Load() >= t.lay.heldCap {
@@ -130,13 +155,17 @@ func (s *Subscription) take() (*Sample, error) {
 	}
 	now := time.Now()
 	var n uint32
-	for {
-		if t.ringLen(s.slot) == 0 {
+	for i := uint32(0); ; i++ {
+		if t.ringLen(s.slot) == 0 || i > t.lay.queueCap {
 			t.unlock()
 			return nil, ErrNoData
 		}
 		if n = t.popRing(s.slot); n == 0 {
 			continue // a cleared or damaged entry: skip it
+		}
+		if err := t.deliverable(s.slot, n); err != nil {
+			t.unlock()
+			return nil, err
 		}
 		exp := int64(t.u64(t.sampleOff(n) + sExpires).Load())
 		if exp == 0 || exp > now.UnixNano() {
@@ -149,17 +178,7 @@ func (s *Subscription) take() (*Sample, error) {
 	smp := &Sample{s: s, n: n}
 	smp.info.Offset = t.u64(so + sOffset).Load()
 	size := t.u64(so + sSize).Load()
-	pc := t.poolCommitted()
-	hostBad := t.u32(so+sBlock).Load() != 0 && (smp.info.Offset > pc || size > pc-smp.info.Offset)
-	devOff := t.u64(so + sDevOffset).Load()
-	devBad := t.u32(so+sDevBlock).Load() != 0 && (devOff > t.lay.devPoolSize || size > t.lay.devPoolSize-devOff)
-	if hostBad || devBad {
-		t.dropHeld(s.slot, n)
-		t.unref(n)
-		t.unlock()
-		return nil, fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offset %d", ErrCorrupt, t.name, n, size, smp.info.Offset)
-	}
-	smp.size = size
+	smp.size = size // deliverable checked it against the blocks
 	smp.hasHost = t.u32(so+sBlock).Load() != 0
 	smp.hasDev = t.u32(so+sDevBlock).Load() != 0
 	smp.devOff = t.u64(so + sDevOffset).Load()
@@ -186,7 +205,7 @@ func (s *Subscription) HostPool() []byte { return s.t.rpool }
 
 // Return gives the sample back; its block is freed when no other
 // subscription holds or queues it.
-func (smp *Sample) Return() error {
+func (smp *Sample) Return() (err error) {
 	if smp.done {
 		return fmt.Errorf("%w: sample already returned", ErrInvalid)
 	}
@@ -197,6 +216,7 @@ func (smp *Sample) Return() error {
 	}
 	defer smp.s.exit()
 	t := smp.s.t
+	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
 		return err
 	}
@@ -218,7 +238,8 @@ func (s *Subscription) Wait(timeout time.Duration) error {
 	return s.wait(timeout)
 }
 
-func (s *Subscription) wait(timeout time.Duration) error {
+func (s *Subscription) wait(timeout time.Duration) (err error) {
+	defer s.t.unguard(guard(), &err)
 	var deadline time.Time
 	if timeout >= 0 {
 		deadline = time.Now().Add(timeout)
@@ -242,22 +263,32 @@ func (s *Subscription) wait(timeout time.Duration) error {
 		if s.closed.Load() {
 			return ErrClosed
 		}
+		if err := t.check(); err != nil {
+			return err
+		}
 		seen := t.pubSeq.Load()
 		if s.ready() {
 			return nil
 		}
-		left := time.Duration(-1)
+		// Waits for data as long as asked, in slices: a topic whose file
+		// was truncated under this process is noticed by the janitor, whose
+		// wake cannot reach a futex on the lost pages.
+		left := waitSlice
 		if timeout >= 0 {
 			left = time.Until(deadline)
 			if left <= 0 {
 				return ErrTimeout
 			}
+			left = min(left, waitSlice)
 		}
 		t.pubWaiters.Add(1)
 		shm.Wait(t.pubSeq, seen, left)
 		t.pubWaiters.Add(^uint32(0))
 	}
 }
+
+// waitSlice is the longest a wait sleeps before it checks its topic again.
+const waitSlice = 500 * time.Millisecond
 
 // TakeWait waits up to timeout for a sample and takes it.
 func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
@@ -290,6 +321,7 @@ func (s *Subscription) Lost() uint64 {
 		return 0
 	}
 	defer s.exit()
+	defer s.t.unguard(guard(), nil)
 	return s.t.u64(s.t.slotOff(s.slot) + eLost).Load()
 }
 
@@ -303,5 +335,6 @@ func (s *Subscription) DropMalformed() uint64 {
 		return 0
 	}
 	defer s.exit()
+	defer s.t.unguard(guard(), nil)
 	return s.t.u64(s.t.slotOff(s.slot) + eMalformed).Add(1)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -97,6 +98,10 @@ type Topic struct {
 	spaceSeq, spaceWaiters *atomic.Uint32
 	generation, state      *atomic.Uint32
 
+	// broken, once set, is the error every call on the topic fails with in
+	// this process: its file was truncated or replaced (fault.go).
+	broken atomic.Pointer[error]
+
 	refs int // endpoints of this process using the topic; guarded by d.mu
 	// mu guards the process-local endpoint list and caches below.
 	mu        sync.Mutex
@@ -162,7 +167,7 @@ func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	for attempt := 0; attempt < 100; attempt++ {
-		seg, err := shm.Open(name, headerSize)
+		seg, err := shm.Open(name, headerSize, d.cfg.access())
 		created := false
 		if errors.Is(err, shm.ErrNotExist) {
 			seg, err = createSegment(d.cfg, name, topic, typ, kind)
@@ -190,6 +195,10 @@ func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 			// The last user removed it between our open and now: open again.
 			seg.Close()
 			continue
+		}
+		if err := t.check(); err != nil {
+			seg.Close()
+			return nil, err
 		}
 		if err := t.mapReadOnly(); err != nil {
 			seg.Close()
@@ -315,7 +324,20 @@ func readHeader(seg *shm.Segment) (layout, string, string, error) {
 	return l, cstr(h[hTopic : hTopic+nameMax]), cstr(h[hType : hType+nameMax]), nil
 }
 
-func attachTopic(d *Domain, seg *shm.Segment, topic string) (*Topic, error) {
+func attachTopic(d *Domain, seg *shm.Segment, topic string) (_ *Topic, err error) {
+	// Nothing of the segment is trusted yet: a fault (the file shrank since
+	// it was mapped) or a failed index check is damage, not a crash.
+	prev := guard()
+	defer func() {
+		debug.SetPanicOnFault(prev)
+		if r := recover(); r != nil {
+			fe, ok := r.(interface{ Addr() uintptr })
+			if (ok && !seg.Contains(fe.Addr())) || (!ok && !boundsPanic(r)) {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: %s: %v while reading it (%v)", ErrCorrupt, seg.Name(), r, seg.Health())
+		}
+	}()
 	l, name, typ, err := readHeader(seg)
 	if err != nil {
 		return nil, err
@@ -389,17 +411,31 @@ func (t *Topic) PoolKind() PoolKind { return t.lay.poolKind }
 
 // lock takes the topic lock. When the previous holder died holding it, the
 // structures are repaired first; a topic beyond repair is marked corrupt.
+// It fails with ErrCorrupt on a corrupt or broken topic (also while
+// waiting: the wait re-checks every shm.DeadCheck), and with an error
+// wrapping shm.ErrLockTimeout naming the holder when a live process that
+// maps the topic keeps the lock longer than Config.LockTimeout.
 func (t *Topic) lock() error {
-	if t.lk.Lock() {
+	if err := t.check(); err != nil {
+		return err
+	}
+	recovered, err := t.lk.LockWith(t.d.cfg.LockTimeout, t.check)
+	if err != nil {
+		if errors.Is(err, shm.ErrLockTimeout) {
+			return fmt.Errorf("topic %s: %w", t.name, err)
+		}
+		return err
+	}
+	if recovered {
 		if err := t.repair(); err != nil {
-			t.state.Store(uint32(topicCorrupt))
+			t.markCorrupt("%v", err)
 			t.lk.Unlock()
 			return err
 		}
 	}
-	if topicState(t.state.Load()) == topicCorrupt {
+	if err := t.check(); err != nil {
 		t.lk.Unlock()
-		return fmt.Errorf("%w: topic %s was damaged by a process that died mid-update; remove it with `rgaps shm clean`", ErrCorrupt, t.name)
+		return err
 	}
 	return nil
 }

@@ -205,11 +205,15 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 		if check() {
 			return nil
 		}
-		left := time.Duration(-1)
+		// In slices: a subscription whose topic's file was truncated under
+		// this process is found by the janitor, whose wake cannot reach a
+		// futex on the lost pages (Ready then reports it).
+		left := waitSlice
 		if timeout >= 0 {
 			if left = time.Until(deadline); left <= 0 {
 				return ErrTimeout
 			}
+			left = min(left, waitSlice)
 		}
 		for _, c := range counters {
 			c.Add(1)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 func init() {
-	register("shm", "shared memory of the domain: shm list | shm clean (remove what crashed processes left)", runShm)
+	register("shm", "shared memory of the domain: shm list | shm clean (remove what crashed processes and damage left, say what is kept)", runShm)
 }
 
 func runShm(args []string) error {
@@ -53,14 +52,26 @@ func runShm(args []string) error {
 		return err
 	}
 	defer d.Close()
-	removed, err := d.CleanStale()
+	ents, err := d.Clean()
 	if err != nil {
 		return err
 	}
-	if len(removed) == 0 {
+	// Removed first, then what was kept and why (in use, damaged but
+	// still mapped by a process, not this user's).
+	n := 0
+	for _, e := range ents {
+		if e.Removed {
+			fmt.Printf("removed %s: %s\n", e.Name, e.Reason)
+			n++
+		}
+	}
+	for _, e := range ents {
+		if !e.Removed {
+			fmt.Printf("kept %s: %s\n", e.Name, e.Reason)
+		}
+	}
+	if n == 0 {
 		fmt.Println("nothing to clean")
-	} else {
-		fmt.Println("removed:", strings.Join(removed, " "))
 	}
 	return nil
 }

@@ -71,3 +71,58 @@ func Alive(o Owner) bool {
 	}
 	return o.Start == 0 || st == o.Start
 }
+
+// Users returns the processes other than this one that map the file
+// (dev, ino): what still uses a segment, whatever its contents say (they may
+// be damaged). Processes whose maps this process may not read (other users',
+// unless it is root) are not seen; they cannot map a segment of mode 0600
+// that this user owns either.
+func Users(dev, ino uint64) []uint32 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	me := self().Pid
+	var out []uint32
+	for _, e := range ents {
+		pid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || uint32(pid) == me {
+			continue
+		}
+		if ok, known := Maps(uint32(pid), dev, ino); ok && known {
+			out = append(out, uint32(pid))
+		}
+	}
+	return out
+}
+
+// Maps reports whether process pid maps the file (dev, ino); known is false
+// when its maps cannot be read (gone, or not ours to read).
+func Maps(pid uint32, dev, ino uint64) (mapped, known bool) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/maps")
+	if err != nil {
+		return false, false
+	}
+	want := fmt.Sprintf(" %02x:%02x %d ", unix.Major(dev), unix.Minor(dev), ino)
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i+1], b[i+1:]
+		} else {
+			b = nil
+		}
+		if bytes.Contains(line, []byte(want)) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// Comm is the command name of process pid ("?" when unknown), for messages.
+func Comm(pid uint32) string {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return "?"
+	}
+	return string(bytes.TrimSpace(b))
+}

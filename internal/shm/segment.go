@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +25,22 @@ var ErrExist = errors.New("shared-memory segment already exists")
 
 // ErrNotExist is returned by Open when no segment of that name exists.
 var ErrNotExist = errors.New("shared-memory segment does not exist")
+
+// ErrUntrusted is returned by Open for an object that this process must not
+// use: not a regular file, owned by another user (outside the allowed group),
+// with a mode wider than the configured one, or with more than one name.
+// Another local user who can read or write a segment can read or forge every
+// message of its topic, so such a segment is refused, never joined.
+var ErrUntrusted = errors.New("shared-memory segment not trusted")
+
+// ErrTruncated is returned (wrapped) when a segment's file is shorter than it
+// must be: by Open for a file below the minimum size, and by Health for a
+// file that shrank under its mapping (touching the lost part faults).
+var ErrTruncated = errors.New("shared-memory segment truncated")
+
+// ErrReplaced is returned by Health when the segment's name no longer names
+// the mapped file (removed, or another file put in its place).
+var ErrReplaced = errors.New("shared-memory segment removed or replaced")
 
 // ErrNoSpace is returned (wrapped, together with ENOSPC) by Commit when the
 // file system behind Dir has no room left for the range.
@@ -38,10 +57,59 @@ var ErrNoSpace = errors.New("no space left in " + Dir)
 // and, when the file system is full, kills the process with SIGBUS; so the
 // format owner commits every range before anything touches it.
 type Segment struct {
-	name string // final name under Dir
-	tmp  string // temporary name until Publish; "" once published or opened
-	fd   int    // kept open for Commit; -1 once closed
-	data []byte
+	name     string // final name under Dir
+	tmp      string // temporary name until Publish; "" once published or opened
+	fd       int    // kept open for Commit; -1 once closed
+	data     []byte
+	dev, ino uint64 // the file's identity, for Health, Users and locks
+}
+
+// Access is who may share a segment: the permission bits segments are
+// created with, and the group allowed in (-1: none besides the creator's
+// own). Open refuses a segment that does not fit it (ErrUntrusted).
+type Access struct {
+	Perm  os.FileMode
+	Group int
+}
+
+// trusted checks a segment's file against acc: a regular file with one
+// link, owned by this process's effective uid, or (when acc gives a group
+// access) by any member of that group; with no permission bits beyond
+// acc.Perm, and group bits only for the allowed group.
+func trusted(name string, st *unix.Stat_t, acc Access) error {
+	euid, egid := uint32(unix.Geteuid()), uint32(unix.Getegid())
+	perm := uint32(acc.Perm.Perm())
+	mode := st.Mode & 0o7777
+	var why []string
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		why = append(why, fmt.Sprintf("not a regular file (type %#o)", st.Mode&unix.S_IFMT))
+	}
+	if st.Nlink != 1 {
+		why = append(why, fmt.Sprintf("%d links (a hard link from elsewhere?), want 1", st.Nlink))
+	}
+	groupOK := acc.Group >= 0 && st.Gid == uint32(acc.Group)
+	if st.Uid != euid && !(groupOK && perm&0o060 != 0) {
+		why = append(why, fmt.Sprintf("owned by %s, not by %s", userName(st.Uid), userName(euid)))
+	}
+	if mode&^perm != 0 {
+		why = append(why, fmt.Sprintf("mode %#o is wider than %#o", mode, perm))
+	}
+	if mode&0o070 != 0 && !groupOK && !(acc.Group < 0 && st.Gid == egid) {
+		why = append(why, fmt.Sprintf("group %d has access, which is not the allowed group", st.Gid))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: segment %q is owned by %s (mode %#o, %d links): %s; remove it if you trust neither it nor its owner",
+		ErrUntrusted, name, userName(st.Uid), mode, st.Nlink, strings.Join(why, ", "))
+}
+
+// userName is "uid N (name)" or "uid N".
+func userName(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return fmt.Sprintf("uid %d (%s)", uid, u.Username)
+	}
+	return fmt.Sprintf("uid %d", uid)
 }
 
 // Create makes a new, unpublished segment of size bytes with the given
@@ -79,22 +147,34 @@ func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error
 	if err := unix.Ftruncate(fd, size); err != nil {
 		return fail("sizing", err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail("fstat", err)
+	}
 	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fail("mmap", err)
 	}
-	return &Segment{name: name, tmp: tmp, fd: fd, data: data}, nil
+	return &Segment{name: name, tmp: tmp, fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
 }
 
-// Publish makes a created segment visible under its final name, atomically.
-// It returns ErrExist when another process published one first; the caller
-// then closes this one (which removes it) and opens the existing one.
+// Publish makes a created segment visible under its final name, atomically
+// and without a second link (rename with RENAME_NOREPLACE: an opener never
+// sees the file with two names, which Open refuses). It returns ErrExist
+// when another process published one first; the caller then closes this
+// one (which removes it) and opens the existing one.
 func (s *Segment) Publish() error {
 	if s.tmp == "" {
 		return nil
 	}
-	err := unix.Link(filepath.Join(Dir, s.tmp), filepath.Join(Dir, s.name))
-	unix.Unlink(filepath.Join(Dir, s.tmp))
+	from, to := filepath.Join(Dir, s.tmp), filepath.Join(Dir, s.name)
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A file system without the flag: link, then drop the temporary
+		// name (openers retry while they see two links).
+		err = unix.Link(from, to)
+	}
+	unix.Unlink(from)
 	s.tmp = ""
 	if errors.Is(err, unix.EEXIST) {
 		return ErrExist
@@ -106,35 +186,144 @@ func (s *Segment) Publish() error {
 }
 
 // Open maps an existing segment. minSize is the smallest size a valid segment
-// can have; a smaller object is refused (a truncated segment must not be
-// mapped and then read past its end).
-func Open(name string, minSize int64) (*Segment, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	fd, err := unix.Open(filepath.Join(Dir, name), unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, fmt.Errorf("opening segment %q: %w", name, ErrNotExist)
-	}
+// can have; a smaller object is refused with ErrTruncated (a truncated
+// segment must not be mapped and then read past its end). The name is
+// opened without following a symbolic link, and the file must fit acc
+// (ErrUntrusted otherwise, naming its owner).
+func Open(name string, minSize int64, acc Access) (*Segment, error) {
+	fd, st, err := openChecked(name, acc)
 	if err != nil {
-		return nil, fmt.Errorf("opening segment %q: %w", name, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("opening segment %q: %w", name, err)
+		return nil, err
 	}
 	if st.Size < minSize {
 		unix.Close(fd)
-		return nil, fmt.Errorf("opening segment %q: size %d is smaller than the %d-byte minimum (truncated?)", name, st.Size, minSize)
+		return nil, fmt.Errorf("opening segment %q: %w: size %d is smaller than the %d-byte minimum", name, ErrTruncated, st.Size, minSize)
 	}
 	data, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mapping segment %q: %w", name, err)
 	}
-	return &Segment{name: name, fd: fd, data: data}, nil
+	return &Segment{name: name, fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
 }
+
+// openChecked opens name (no symbolic link, no blocking on a FIFO) and
+// checks it against acc. A file seen with two links is looked at again for
+// a moment: a creator on a file system without RENAME_NOREPLACE links its
+// temporary name first and removes it right after.
+func openChecked(name string, acc Access) (int, *unix.Stat_t, error) {
+	if err := checkName(name); err != nil {
+		return -1, nil, err
+	}
+	for try := 0; ; try++ {
+		fd, err := unix.Open(filepath.Join(Dir, name), unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return -1, nil, fmt.Errorf("opening segment %q: %w", name, ErrNotExist)
+		}
+		if errors.Is(err, unix.ELOOP) {
+			return -1, nil, fmt.Errorf("opening segment %q: %w: it is a symbolic link", name, ErrUntrusted)
+		}
+		if err != nil {
+			return -1, nil, fmt.Errorf("opening segment %q: %w", name, err)
+		}
+		st := new(unix.Stat_t)
+		if err := unix.Fstat(fd, st); err != nil {
+			unix.Close(fd)
+			return -1, nil, fmt.Errorf("opening segment %q: %w", name, err)
+		}
+		err = trusted(name, st, acc)
+		if err == nil {
+			return fd, st, nil
+		}
+		unix.Close(fd)
+		if st.Nlink == 2 && try < 20 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		return -1, nil, err
+	}
+}
+
+// Inspect reports the identity and size of the segment file name after the
+// same checks Open makes, without mapping it.
+func Inspect(name string, acc Access) (dev, ino uint64, size int64, err error) {
+	fd, st, err := openChecked(name, acc)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	unix.Close(fd)
+	return st.Dev, st.Ino, st.Size, nil
+}
+
+// RemoveIf unlinks name if it still names the file (dev, ino): a segment
+// judged unusable is removed, never a newer one that took its name since.
+func RemoveIf(name string, dev, ino uint64) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(Dir, name), &st); err != nil {
+		return err
+	}
+	if st.Dev != dev || st.Ino != ino {
+		return fmt.Errorf("segment %q was replaced meanwhile", name)
+	}
+	return unix.Unlink(filepath.Join(Dir, name))
+}
+
+// Health reports what became of the segment's file since it was mapped:
+// nil, ErrTruncated when the file is now shorter than the mapping (touching
+// the lost part faults), or ErrReplaced when its name no longer names it.
+func (s *Segment) Health() error {
+	if s.fd < 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(s.fd, &st); err != nil {
+		return err
+	}
+	if st.Size < int64(len(s.data)) {
+		return fmt.Errorf("%w: segment %q is now %d bytes, %d are mapped", ErrTruncated, s.name, st.Size, len(s.data))
+	}
+	var pst unix.Stat_t
+	if err := unix.Lstat(filepath.Join(Dir, s.name), &pst); err != nil || pst.Dev != s.dev || pst.Ino != s.ino {
+		return fmt.Errorf("%w: the name %q no longer names the mapped file", ErrReplaced, s.name)
+	}
+	return nil
+}
+
+// Contains reports whether addr lies in the segment's mapping.
+func (s *Segment) Contains(addr uintptr) bool {
+	return InRange(s.data, addr)
+}
+
+// InRange reports whether addr lies in b.
+func InRange(b []byte, addr uintptr) bool {
+	if len(b) == 0 {
+		return false
+	}
+	base := uintptr(unsafe.Pointer(&b[0]))
+	return addr >= base && addr-base < uintptr(len(b))
+}
+
+// Fence replaces the segment's mapping, in place, by private zero pages:
+// after its file was truncated, code still holding slices into it (a loan
+// being written, a sample being read) reads and writes harmless memory
+// instead of faulting. The segment is unusable afterwards except to Close.
+func (s *Segment) Fence() error { return FenceView(s.data) }
+
+// FenceView does what Fence does for a view (ReadOnlyView).
+func FenceView(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	return err
+}
+
+// Identity is the segment file's device and inode numbers.
+func (s *Segment) Identity() (dev, ino uint64) { return s.dev, s.ino }
 
 // Commit makes the pages covering [off, off+n) use memory now (fallocate),
 // so that touching them can never fault for lack of space: a full file

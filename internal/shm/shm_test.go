@@ -5,11 +5,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
+
+// own is the access of segments this test creates.
+var own = Access{Perm: 0o600, Group: -1}
 
 func name(t *testing.T) string { return fmt.Sprintf("rgtshm%d_%s", os.Getpid(), t.Name()) }
 
@@ -42,7 +49,7 @@ func TestCreatePublishOpen(t *testing.T) {
 	if wins.Load() != 1 {
 		t.Fatalf("%d creators published, want 1", wins.Load())
 	}
-	s, err := Open(n, 8192)
+	s, err := Open(n, 8192, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +57,10 @@ func TestCreatePublishOpen(t *testing.T) {
 	if b := s.Bytes(0, 1)[0]; b < 'A' || b > 'D' {
 		t.Fatalf("opened segment holds %q", b)
 	}
-	if _, err := Open(n, 8193); err == nil {
+	if _, err := Open(n, 8193, own); err == nil {
 		t.Fatal("a segment smaller than the minimum was opened")
 	}
-	if _, err := Open(n+"_missing", 1); !errors.Is(err, ErrNotExist) {
+	if _, err := Open(n+"_missing", 1, own); !errors.Is(err, ErrNotExist) {
 		t.Fatalf("missing segment: %v", err)
 	}
 	if _, err := Create("bad/name", 10, 0o600, -1); err == nil {
@@ -187,4 +194,156 @@ func TestCommitSparse(t *testing.T) {
 	if err := s.Commit(0, 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lockWithin runs l.LockWith in a goroutine and fails the test if it has
+// not returned within a generous deadline (a hang, not a slow machine).
+func lockWithin(t *testing.T, l Lock, limit time.Duration) (bool, error) {
+	t.Helper()
+	type res struct {
+		r   bool
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { r, err := l.LockWith(limit, nil); ch <- res{r, err} }()
+	select {
+	case x := <-ch:
+		return x.r, x.err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Lock still waiting on holder %v after a minute", l.HeldBy())
+	}
+	return false, nil
+}
+
+// Every value a dead or foreign holder can leave in the lock word is taken
+// over (issue 12 item 4): a live pid with start time 0 or another start
+// time, this process's own pid while it does not hold the lock, and a live
+// process that does not map the segment.
+func TestLockForeignHolderValues(t *testing.T) {
+	s, err := Create(name(t), 4096, 0o600, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Skipf("cannot start a process: %v", err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	live := uint32(sleeper.Process.Pid)
+	var liveStart uint64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st, ok := startTime(live); ok {
+			liveStart = st
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no start time for the sleeper")
+		}
+	}
+	me := Self()
+	cases := []struct {
+		name  string
+		owner Owner
+	}{
+		{"live pid, start 0", Owner{live, 0}},
+		{"live pid, other start", Owner{live, liveStart + 1}},
+		{"live pid not mapping the segment", Owner{live, liveStart}},
+		{"own pid, start 0", Owner{me.Pid, 0}},
+		{"own pid, not held here", Owner{me.Pid, me.Start}},
+		{"pid beyond pid_max", Owner{0xffffffff, 0xffffffffffffffff}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := LockAt(s, 0)
+			s.Uint32(0).Store(c.owner.Pid)
+			s.Uint32(4).Store(7) // waiters: anything
+			s.Uint64(8).Store(c.owner.Start)
+			r, err := lockWithin(t, l, time.Hour)
+			if err != nil || !r {
+				t.Fatalf("LockWith: recovered %v, %v; want a takeover", r, err)
+			}
+			l.Unlock()
+		})
+	}
+}
+
+// A live holder that maps the segment is waited for up to the limit, and
+// then named in the error.
+func TestLockLimitNamesHolder(t *testing.T) {
+	s, err := Create(name(t), 4096, 0o600, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := LockAt(s, 0)
+	l.Lock()
+	_, err = lockWithin(t, LockAt(s, 0), 200*time.Millisecond)
+	l.Unlock()
+	if !errors.Is(err, ErrLockTimeout) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("got %v, want ErrLockTimeout naming pid %d", err, os.Getpid())
+	}
+}
+
+// Open refuses a segment it must not trust, naming its owner; the caller's
+// own segment with the expected mode and one link is opened.
+func TestOpenRefusesUntrusted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: gives a file to another uid with chown")
+	}
+	n := name(t)
+	path := filepath.Join(Dir, n)
+	mk := func(mode os.FileMode) {
+		os.Remove(path)
+		if err := os.WriteFile(path, make([]byte, 8192), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, mode)
+	}
+	defer os.Remove(path)
+	defer os.Remove(path + "_other")
+	cases := []struct {
+		name  string
+		setup func()
+		want  string
+	}{
+		{"other owner", func() { mk(0o600); os.Chown(path, 65534, 65534) }, "uid 65534"},
+		{"mode 0666", func() { mk(0o666) }, "mode 0666"},
+		{"group access", func() { mk(0o660); os.Chown(path, 0, 65534) }, "group 65534"},
+		{"hard link", func() { mk(0o600); os.Link(path, path+"_other") }, "2 links"},
+		{"symbolic link", func() {
+			os.Remove(path)
+			os.WriteFile(path+"_other", make([]byte, 8192), 0o600)
+			os.Symlink(path+"_other", path)
+		}, "symbolic link"},
+		{"fifo", func() { os.Remove(path); unix.Mkfifo(path, 0o600) }, "not a regular file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(path + "_other")
+			c.setup()
+			s, err := Open(n, 4096, own)
+			if err == nil {
+				s.Close()
+				t.Fatal("an untrusted segment was opened")
+			}
+			if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrUntrusted mentioning %q", err, c.want)
+			}
+		})
+	}
+	mk(0o600)
+	s, err := Open(n, 4096, own)
+	if err != nil {
+		t.Fatalf("own segment: %v", err)
+	}
+	s.Close()
+	// A group that is allowed may own it (another member created it).
+	os.Chown(path, 65534, 65534)
+	os.Chmod(path, 0o660)
+	s, err = Open(n, 4096, Access{Perm: 0o660, Group: 65534})
+	if err != nil {
+		t.Fatalf("segment of the allowed group: %v", err)
+	}
+	s.Close()
 }
