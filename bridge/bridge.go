@@ -353,7 +353,7 @@ func (b *Bridge) refreshLocal() {
 			if ep.Bridge {
 				continue
 			}
-			dev := ep.Path == "gpu-pool" || ep.Path == "host-shm-mapped"
+			dev := ep.Memory == zerocopy.MemoryGPU // reads device memory, from either pool
 			g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
 				Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
 			if ep.Kind == zerocopy.KindSubscription {

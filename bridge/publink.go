@@ -1,11 +1,9 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +68,6 @@ type pubLink struct {
 	remote      transport.RemoteRegion
 	tailOff     uint64
 	local       transport.Region
-	lastHead    uint64
 	slotCtr     uint64
 	topics      map[string]*outTopic
 	byID        map[uint32]*outTopic
@@ -320,8 +317,7 @@ func (l *pubLink) connect(p *pendingOffer) error {
 	}
 	l.rs = l.fh // everything not acknowledged is written again
 	l.ss = l.rs
-	binary.LittleEndian.PutUint64(l.local.Bytes()[wHeadOff:], l.w.DelayedHead())
-	l.lastHead = l.w.DelayedHead()
+	l.w.ResetHeadWord(l.local.Bytes()[wHeadOff:])
 	ep, err := l.b.prov.Dial(o.Addr)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", o.Addr, err)
@@ -429,8 +425,8 @@ func (l *pubLink) applyWanted() {
 	}
 }
 
-// devicePool reports whether a topic has a GPU pool (its endpoints' paths
-// say so) and this host a GPU: then the bridge subscription reads the
+// devicePool reports whether a topic has a GPU pool (its endpoints say
+// so) and this host a GPU: then the bridge subscription reads the
 // device form, so that the publisher makes no host copy for the bridge,
 // and the link stages the payloads itself, overlapped with the transfer.
 func (l *pubLink) devicePool(name string) bool {
@@ -440,7 +436,7 @@ func (l *pubLink) devicePool(name string) bool {
 	}
 	pool := false
 	for _, ep := range eps {
-		if strings.HasPrefix(ep.Path, zerocopy.PoolGPU.Path()) { // gpu-pool, gpu-pool+host-copy
+		if ep.Pool == zerocopy.PoolGPU {
 			pool = true
 			break
 		}
@@ -516,11 +512,9 @@ func (l *pubLink) pump() (progressed, blocked bool, err error) {
 	if _, err := l.ep.Poll(l.imms[:]); err != nil {
 		return false, false, err
 	}
-	if h := binary.LittleEndian.Uint64(l.local.Bytes()[wHeadOff:]); h != l.lastHead {
-		if err := l.w.OnHeadUpdate(h); err != nil {
-			return false, false, fmt.Errorf("head write-back: %w", err)
-		}
-		l.lastHead = h
+	if moved, err := l.w.ApplyHeadWord(l.local.Bytes()[wHeadOff:]); err != nil {
+		return false, false, fmt.Errorf("head write-back: %w", err)
+	} else if moved {
 		l.ack()
 		if l.collect() {
 			l.applyWanted()
@@ -730,8 +724,8 @@ func (l *pubLink) post(f *flight) (bool, error) {
 		return false, err
 	}
 	if twice {
-		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+8]
-		binary.LittleEndian.PutUint64(tb, l.w.Tail())
+		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+ring.WordSize]
+		l.w.PutTail(tb)
 		if err := l.ep.Write(tb, l.local, l.remote, l.tailOff); err != nil {
 			return false, err
 		}

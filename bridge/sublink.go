@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -421,7 +420,7 @@ func (l *subLink) start(a *ringAccept) error {
 	} else if err := l.r.Resync(a.Restart); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint64(l.mem.Bytes()[l.cfg.Size:], a.Restart) // tail slot (write-twice)
+	l.r.ResetTailSlot(l.mem.Bytes()[l.cfg.Size:]) // at the restart position
 	l.recs = l.recs[:0]
 	l.headRemote = a.HeadRegion.remote()
 	l.wbPending, l.wbPosted = false, 0 // a new endpoint counts its writes from 0
@@ -492,8 +491,7 @@ func (l *subLink) pump() error {
 			return err
 		}
 		before := len(l.recs)
-		tail := binary.LittleEndian.Uint64(l.mem.Bytes()[l.cfg.Size:])
-		if l.recs, err = l.r.OnTail(tail, l.recs); err != nil {
+		if l.recs, err = l.r.ReadTailSlot(l.mem.Bytes()[l.cfg.Size:], l.recs); err != nil {
 			return err
 		}
 		n = len(l.recs) - before
@@ -575,8 +573,8 @@ func (l *subLink) writeBack() error {
 	if st.Completions < l.wbPosted {
 		return nil // the previous one is still in flight
 	}
-	buf := l.wb.Bytes()[:8]
-	binary.LittleEndian.PutUint64(buf, l.r.Head())
+	buf := l.wb.Bytes()[:ring.WordSize]
+	l.r.PutHead(buf)
 	if err := l.ep.Write(buf, l.wb, l.headRemote, 0); err != nil {
 		return err
 	}
