@@ -93,8 +93,8 @@ type Options struct {
 
 // Bridge is the inter-host half of rgapsd: it connects to peer daemons,
 // tells them which topics this host subscribes to, and runs a publish
-// manager (pubLink) per ring it writes into and a subscribe manager
-// (subLink) per ring it owns.
+// manager (writerLink) per ring it writes into and a subscribe manager
+// (readerLink) per ring it owns.
 type Bridge struct {
 	opts   Options
 	log    *slog.Logger

@@ -131,7 +131,7 @@ type pace uint8
 
 const (
 	paceNow  pace = iota // something moved: another pass at once
-	pacePoll             // keep polling: spin, then sleep briefly (cut short by a wake)
+	pacePoll             // keep polling: spin, then sleep briefly (backoff)
 	paceWait             // wait for the wake (or a subscription) up to the given time
 )
 
