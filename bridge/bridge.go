@@ -9,6 +9,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
@@ -92,8 +93,8 @@ type Options struct {
 
 // Bridge is the inter-host half of rgapsd: it connects to peer daemons,
 // tells them which topics this host subscribes to, and runs a publish
-// manager (pubLink) per ring it writes into and a subscribe manager
-// (subLink) per ring it owns.
+// manager (writerLink) per ring it writes into and a subscribe manager
+// (readerLink) per ring it owns.
 type Bridge struct {
 	opts   Options
 	log    *slog.Logger
@@ -115,12 +116,23 @@ type Bridge struct {
 
 	// mu guards the fields below and every peer's state; it is never held
 	// across a send, a transport call or an engine call that can block.
-	mu      sync.Mutex
-	closed  bool
-	peers   map[string]*peer
-	local   localState
-	readers map[*subLink]struct{}
-	retired []*zerocopy.GuardCondition // of writer links of removed peers, closed by Close
+	mu     sync.Mutex
+	closed bool
+	peers  map[string]*peer
+	local  localState
+
+	// interest is local.interest as an immutable snapshot, swapped under
+	// mu when it changes: links read it without taking mu.
+	interest atomic.Pointer[map[string]topicInterest]
+}
+
+// localInterest is what this host's subscriptions of a topic need (the
+// zero value when there are none).
+func (b *Bridge) localInterest(topic string) topicInterest {
+	if m := b.interest.Load(); m != nil {
+		return (*m)[topic]
+	}
+	return topicInterest{}
 }
 
 // localState is what the graph watcher last saw on this host.
@@ -142,17 +154,24 @@ type pubSummary struct {
 
 // peer is one remote daemon, by host id.
 type peer struct {
-	host      string
-	conns     map[*control.Conn]struct{} // live control connections
-	interest  map[string]topicInterest
-	graph     graphMsg
-	readers   map[uint32]*subLink // rings this host owns and the peer writes (our ids)
-	writers   map[uint32]*pubLink // rings the peer owns and we write (its ids)
+	host     string
+	conns    map[*control.Conn]struct{} // live control connections
+	interest map[string]topicInterest
+	graph    graphMsg
+	readers  map[uint32]*readerLink // rings this host owns and the peer writes (our ids)
+	writers  map[uint32]*writerLink // rings the peer owns and we write (its ids)
+	// live is one of conns (nil: none, or the bridge is closing), set under
+	// Bridge.mu whenever conns changes: links read it without taking mu.
+	live      atomic.Pointer[control.Conn]
 	nextRing  uint32
 	upSince   time.Time
 	downSince time.Time // zero while connected
 	refused   uint64    // control messages refused
 }
+
+// setLive publishes one of the peer's connections to its links. Must
+// hold b.mu.
+func (p *peer) setLive() { p.live.Store(p.conn()) }
 
 func randomEpoch() uint64 {
 	var b [8]byte
@@ -236,7 +255,7 @@ func New(opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
 	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
-		quit: make(chan struct{}), peers: map[string]*peer{}, readers: map[*subLink]struct{}{},
+		quit: make(chan struct{}), peers: map[string]*peer{},
 		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
 	if err := b.startControl(); err != nil {
@@ -270,11 +289,10 @@ func (b *Bridge) Close() error {
 	b.closed = true
 	sessions := append([]*control.Session(nil), b.sessions...)
 	var links []interface{ stop() }
-	guards := b.retired
 	for _, p := range b.peers {
+		p.live.Store(nil) // links offer nothing more
 		for _, l := range p.writers {
 			links = append(links, l)
-			guards = append(guards, l.wake)
 		}
 		for _, l := range p.readers {
 			links = append(links, l)
@@ -295,9 +313,6 @@ func (b *Bridge) Close() error {
 		l.stop()
 	}
 	b.wg.Wait()
-	for _, g := range guards {
-		g.Close()
-	}
 	b.prov.Close()
 	b.refusals.Flush("peer messages refused (not logged one by one)")
 	return b.dom.Close()
@@ -353,7 +368,7 @@ func (b *Bridge) refreshLocal() {
 			if ep.Bridge {
 				continue
 			}
-			dev := ep.Path == "gpu-pool" || ep.Path == "host-shm-mapped"
+			dev := ep.Memory == zerocopy.MemoryGPU // reads device memory, from either pool
 			g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
 				Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
 			if ep.Kind == zerocopy.KindSubscription {
@@ -404,6 +419,9 @@ func (b *Bridge) refreshLocal() {
 	graphChanged := !sameGraph(b.local.graph, g)
 	pubsChanged := !sameMap(b.local.pubs, pubs)
 	b.local.interest, b.local.pubs, b.local.graph = interest, pubs, g
+	if interestChanged {
+		b.interest.Store(&interest)
+	}
 	var conns []*control.Conn
 	var offers []func()
 	for _, p := range b.peers {

@@ -178,7 +178,7 @@ func stagedMsg(i, n int) []byte {
 // ring again; the writer rewinds to the reader's Head and resends.
 func dropWriterLinks(br *Bridge) {
 	br.mu.Lock()
-	var ls []*pubLink
+	var ls []*writerLink
 	for _, p := range br.peers {
 		for _, l := range p.writers {
 			ls = append(ls, l)
@@ -193,7 +193,7 @@ func dropWriterLinks(br *Bridge) {
 // dropReaderLinks fails br's data links from the reader's side.
 func dropReaderLinks(br *Bridge) {
 	br.mu.Lock()
-	var ls []*subLink
+	var ls []*readerLink
 	for _, p := range br.peers {
 		for _, l := range p.readers {
 			ls = append(ls, l)

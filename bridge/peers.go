@@ -151,11 +151,12 @@ func (b *Bridge) peerUp(host string, c *control.Conn) bool {
 	}
 	if p == nil {
 		p = &peer{host: host, conns: map[*control.Conn]struct{}{}, interest: map[string]topicInterest{},
-			readers: map[uint32]*subLink{}, writers: map[uint32]*pubLink{}}
+			readers: map[uint32]*readerLink{}, writers: map[uint32]*writerLink{}}
 		b.peers[host] = p
 	}
 	first := len(p.conns) == 0
 	p.conns[c] = struct{}{}
+	p.setLive()
 	p.downSince = time.Time{}
 	var offers []func()
 	if first {
@@ -186,6 +187,9 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 		return
 	}
 	delete(p.conns, c)
+	if !b.closed {
+		p.setLive()
+	}
 	if len(p.conns) != 0 || b.closed {
 		b.mu.Unlock()
 		return
@@ -304,7 +308,7 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 			return err
 		}
 		b.mu.Lock()
-		var l *subLink
+		var l *readerLink
 		if p := b.peers[host]; p != nil {
 			l = p.readers[a.Ring]
 		}
@@ -319,7 +323,7 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 			return err
 		}
 		b.mu.Lock()
-		var l *subLink
+		var l *readerLink
 		if p := b.peers[host]; p != nil {
 			l = p.readers[m.Ring]
 		}
@@ -385,14 +389,11 @@ func (b *Bridge) onOffer(host string, c *control.Conn, o *ringOffer) error {
 		return fmt.Errorf("%w: ring %d carries topic %q, the offer says %q", ErrBadOffer, o.Ring, l.only, o.Topic)
 	}
 	if l == nil {
-		l = newPubLink(b, p.host, o.Ring, o.Topic)
-		p.writers[o.Ring] = l
+		l = b.newWriterLocked(p, o.Ring, o.Topic)
 		l.setWanted(b.wantedLocked(p, o.Topic))
-		b.wg.Add(1)
-		go l.run()
 	}
 	b.mu.Unlock()
-	l.offer(o, cfg, c)
+	l.answer(o, cfg, c)
 	return nil
 }
 
@@ -413,7 +414,6 @@ func (b *Bridge) expirePeers() {
 		removed = true
 		for _, l := range p.writers {
 			links = append(links, l)
-			b.retired = append(b.retired, l.wake) // l.offer may still trigger it
 		}
 		for _, l := range p.readers {
 			links = append(links, l)

@@ -1,19 +1,13 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -31,85 +25,54 @@ const (
 // BridgeNode is the node name the bridge's endpoints carry.
 const BridgeNode = "/_rgaps_bridge"
 
-// pubLink is the publish manager of one ring: it takes samples from
-// bridge subscriptions of the topics the remote host wants, and writes
-// them into the remote ring one-sidedly (header and payload straight from
-// the shared pool, no copy), keeping each sample until the remote Head
-// has passed its last record. A GPU topic on a host with a GPU is read in
-// its device form (the publisher makes no host copy for the bridge): the
-// link stages each record's payload itself, with an asynchronous
-// device-to-host copy into a pinned staging slot, and posts the record
-// when its copy is done, while the copies of the next records proceed
-// (see staging). One goroutine (run) owns everything below "goroutine
-// state"; other goroutines talk to it through mu and wake.
-type pubLink struct {
-	b    *Bridge
-	host string
-	id   uint32
-	only string // per-topic ring: its topic
+// writerLink is the writer role of a link (link.go): the publish manager
+// of one ring. It takes samples from bridge subscriptions of the topics
+// the remote host wants, and writes them into the remote ring one-sidedly
+// (header and payload straight from the shared pool, no copy), keeping
+// each sample until the remote Head has passed its last record. A GPU
+// topic on a host with a GPU is read in its device form (the publisher
+// makes no host copy for the bridge): the link stages each record's
+// payload itself, with an asynchronous device-to-host copy into a pinned
+// staging slot, and posts the record when its copy is done, while the
+// copies of the next records proceed (linkstage.go). Its subscriptions are
+// opened and retired as the wanted topics change in every state, so
+// messages for a peer that is away keep queueing.
+type writerLink struct {
+	link
 
-	wake *zerocopy.GuardCondition
-
-	// mu guards the requests below.
-	mu        sync.Mutex
-	nextOffer *pendingOffer
-	want      map[string]wantedTopic
-	wantGen   uint64
-	downNote  string
-	downOffer uint64
-	stopped   bool
-
-	// goroutine state
+	// The link's goroutine owns everything below. w, local and stg are
+	// made on first need and kept across links: a ring writer from the
+	// first offer answered, the registered header slots and DelayedHead
+	// word, the staging slots.
 	epoch       uint64 // this writer's instance: a restarted daemon has another
 	readerEpoch uint64
-	offerNum    uint64 // the reader's offer the current link answers
 	cfg         ring.Config
 	w           *ring.Writer
-	ep          transport.Endpoint
-	ctl         *control.Conn
+	ctl         *control.Conn // the connection the answered offer came on
 	remote      transport.RemoteRegion
 	tailOff     uint64
 	local       transport.Region
-	lastHead    uint64
 	slotCtr     uint64
 	topics      map[string]*outTopic
 	byID        map[uint32]*outTopic
 	order       []*outTopic // round robin
 	rr          int
 	nextID      uint32
-	seenWant    uint64
 	curWant     map[string]wantedTopic
 	fl          []flight // committed (or to resend) records, oldest first
 	fh          int      // first live flight
 	rs          int      // first flight still to (re)send after a rewind
 	ss          int      // first flight to resend not yet looked at for staging (≥ rs)
-	cur         *message // message being written
+	cur         *message // message being written (nil: none)
 	pend        []flight // staged chunks of cur not yet posted, in order
-	stg         *staging // device payload staging, set up on first need
+	stg         *staging // device payload staging
 	acked       []ring.Record
 	imms        [4]uint64
-	spins       int // idle polls in a row
-
-	stats LinkStats
 }
 
-// LinkStats are a link's counters.
-type LinkStats struct {
-	Messages  atomic.Uint64 // messages written (writer) or delivered (reader)
-	Bytes     atomic.Uint64 // payload bytes
-	Records   atomic.Uint64
-	Resent    atomic.Uint64 // records written again after a link failure
-	Dropped   atomic.Uint64 // BEST_EFFORT messages dropped at a full ring; refused messages
-	Dups      atomic.Uint64 // duplicates suppressed (reader)
-	Failures  atomic.Uint64 // data-link failures
-	WriteBack atomic.Uint64 // head write-backs (reader)
-}
-
-type pendingOffer struct {
-	o   ringOffer
-	cfg ring.Config
-	ctl *control.Conn
-}
+// writerPoll: a writer with writes moving (software providers move bytes
+// only while polled) or waiting for ring room polls closely.
+var writerPoll = pollPolicy{yields: 256, step: 5 * time.Microsecond, most: 100 * time.Microsecond}
 
 // outTopic is one topic a writer carries: its bridge subscription and the
 // registration of its pool.
@@ -148,138 +111,71 @@ type message struct {
 	staged uint32 // chunks whose staging copy was started (≥ next)
 }
 
-func newPubLink(b *Bridge, host string, id uint32, only string) *pubLink {
-	return &pubLink{b: b, host: host, id: id, only: only, wake: b.dom.NewGuardCondition(), epoch: randomEpoch(),
-		topics: map[string]*outTopic{}, byID: map[uint32]*outTopic{}, nextID: 1}
+// newWriterLink creates the writer link of a ring the peer offers and
+// starts its goroutine. Must hold b.mu.
+func (b *Bridge) newWriterLocked(p *peer, id uint32, only string) *writerLink {
+	l := &writerLink{epoch: randomEpoch(), topics: map[string]*outTopic{}, byID: map[uint32]*outTopic{}, nextID: 1}
+	l.init(b, p, id, only, l, writerPoll)
+	p.writers[id] = l
+	b.wg.Add(1)
+	go l.run()
+	return l
 }
 
 // setWanted replaces the topics the link should carry. Called with b.mu
-// held; takes only l.mu.
-func (l *pubLink) setWanted(w map[string]wantedTopic) {
-	l.mu.Lock()
-	l.want = w
-	l.wantGen++
-	l.mu.Unlock()
-	l.wake.Trigger()
+// held.
+func (l *writerLink) setWanted(w map[string]wantedTopic) {
+	l.mb.post(func(in *inbox) { in.want, in.wantSet = w, true })
 }
 
-func (l *pubLink) offer(o *ringOffer, cfg ring.Config, ctl *control.Conn) {
-	l.mu.Lock()
-	l.nextOffer = &pendingOffer{o: *o, cfg: cfg, ctl: ctl}
-	l.mu.Unlock()
-	l.wake.Trigger()
+// answer hands the link a reader's offer to answer.
+func (l *writerLink) answer(o *ringOffer, cfg ring.Config, ctl *control.Conn) {
+	l.mb.post(func(in *inbox) { in.answer = &pendingOffer{o: *o, cfg: cfg, ctl: ctl} })
 }
 
-// linkDown tears the data link down; offer, when not 0, names the link
-// (its offer number): a note about an earlier link is ignored.
-func (l *pubLink) linkDown(reason string, offer uint64) {
-	l.mu.Lock()
-	l.downNote, l.downOffer = reason, offer
-	l.mu.Unlock()
-	l.wake.Trigger()
+func (l *writerLink) kind() string { return "writer" }
+
+func (l *writerLink) control() *control.Conn { return l.ctl }
+
+func (l *writerLink) start(*ringAccept) error {
+	return errors.New("a writer takes no accept") // not routed here: only readers get them
 }
 
-func (l *pubLink) stop() {
-	l.mu.Lock()
-	l.stopped = true
-	l.mu.Unlock()
-	l.wake.Trigger()
-}
+// down: nothing to do; what is still to send is sent again on the next
+// link (open resets the staging slots).
+func (l *writerLink) down(linkState) {}
 
-func (l *pubLink) run() {
-	defer l.b.wg.Done()
-	defer l.shutdown()
-	var items []zerocopy.Waitable
-	var ready []bool
-	for {
-		l.mu.Lock()
-		stopped, off, down, downOffer, want, gen := l.stopped, l.nextOffer, l.downNote, l.downOffer, l.want, l.wantGen
-		l.nextOffer, l.downNote = nil, ""
-		l.mu.Unlock()
-		if stopped {
-			return
-		}
-		l.wake.Reset()
-		if down != "" && l.ep != nil && (downOffer == 0 || downOffer == l.offerNum) {
-			l.fail(errors.New(down), false)
-		}
-		if off != nil {
-			if err := l.connect(off); err != nil {
-				l.b.log.Warn("data link not established", "peer", l.host, "ring", l.id, "err", err)
-				l.fail(err, true)
-			}
-		}
-		if gen != l.seenWant {
-			l.seenWant, l.curWant = gen, want
-			l.applyWanted()
-		} else if l.collect() {
-			l.applyWanted()
-		}
-		progressed, blocked := false, false
-		if l.ep != nil {
-			var err error
-			progressed, blocked, err = l.pump()
-			if err != nil {
-				l.fail(err, true)
-				continue
-			}
-		}
-		if progressed {
-			l.spins = 0
-			continue
-		}
-		// Nothing more to do right now: wait for a sample, a request, or
-		// (with records in flight) the next head write-back, which lands
-		// only while this side polls the transport.
-		timeout := 100 * time.Millisecond
-		if l.ep != nil {
-			if st := l.ep.Stats(); blocked || st.Writes > st.Completions {
-				// Writes still moving (software providers move bytes only
-				// while polled), or waiting for ring room: poll closely.
-				l.spins++
-				if l.spins < 256 {
-					runtime.Gosched()
-				} else {
-					time.Sleep(min(time.Duration(l.spins-255)*5*time.Microsecond, 100*time.Microsecond))
-				}
-				continue
-			}
-			if l.inFlight() > 0 {
-				timeout = time.Millisecond // head write-backs land only while we poll
-			}
-		}
-		l.spins = 0
-		items, ready = l.waitItems(items[:0], ready)
-		zerocopy.Wait(items, ready, timeout, l.b.opts.BusyPoll)
+// apply opens and retires bridge subscriptions as the wanted topics
+// change, in every state.
+func (l *writerLink) apply(in *inbox) {
+	if in.wantSet {
+		l.curWant = in.want
+		l.applyWanted()
+	} else if l.collect() {
+		l.applyWanted()
 	}
 }
 
-func (l *pubLink) waitItems(items []zerocopy.Waitable, ready []bool) ([]zerocopy.Waitable, []bool) {
-	items = append(items, l.wake)
-	if l.ep != nil && l.cur == nil && l.rs == len(l.fl) {
+// waitables: the subscriptions, when up and free to take a new sample.
+func (l *writerLink) waitables(items []zerocopy.Waitable) []zerocopy.Waitable {
+	if l.state == linkUp && l.cur == nil && l.rs == len(l.fl) {
 		for _, ot := range l.order {
 			if !ot.removing {
 				items = append(items, ot.sub)
 			}
 		}
 	}
-	if cap(ready) < len(items) {
-		ready = make([]bool, len(items))
-	}
-	return items, ready[:len(items)]
+	return items
 }
 
-func (l *pubLink) inFlight() int { return len(l.fl) - l.fh }
+func (l *writerLink) inFlight() int { return len(l.fl) - l.fh }
 
-// connect (re)establishes the data link for an offer. A new reader (its
-// epoch changed: the remote daemon restarted) or new ring parameters get
-// a fresh writer and every unacknowledged record is written again from
+// open answers an offer: down → connected → up. A new reader (its epoch
+// changed: the remote daemon restarted) or new ring parameters get a fresh
+// ring writer and every unacknowledged record is written again from
 // position 0; the same reader gets the records after its Head.
-func (l *pubLink) connect(p *pendingOffer) error {
-	if l.ep != nil {
-		l.ep.Close()
-		l.ep = nil
-	}
+func (l *writerLink) open(in *inbox) error {
+	p := in.answer
 	// The old endpoint's writes are gone: every staging slot is free, and
 	// what is still to send is staged again (the slots' contents may be
 	// reused before it is).
@@ -320,18 +216,20 @@ func (l *pubLink) connect(p *pendingOffer) error {
 	}
 	l.rs = l.fh // everything not acknowledged is written again
 	l.ss = l.rs
-	binary.LittleEndian.PutUint64(l.local.Bytes()[wHeadOff:], l.w.DelayedHead())
-	l.lastHead = l.w.DelayedHead()
+	l.w.ResetHeadWord(l.local.Bytes()[wHeadOff:])
+	l.setOffer(o.Offer)
 	ep, err := l.b.prov.Dial(o.Addr)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", o.Addr, err)
 	}
-	l.ep, l.ctl, l.remote, l.tailOff, l.offerNum = ep, p.ctl, o.Region.remote(), o.TailOff, o.Offer
+	l.ep, l.ctl, l.remote, l.tailOff = ep, p.ctl, o.Region.remote(), o.TailOff
+	l.enter(linkConnected)
 	hr := toRegion(l.local.Desc())
-	hr.Len = 8
+	hr.Len = ring.WordSize
 	if !l.b.send(l.ctl, msgRingAccept, ringAccept{Ring: l.id, ReaderEpoch: o.ReaderEpoch, WriterEpoch: l.epoch, HeadRegion: hr, Restart: l.w.Tail(), Offer: o.Offer}) {
 		return errors.New("control connection lost while accepting the ring")
 	}
+	l.enter(linkUp)
 	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
 	l.prepareStaging()
 	return nil
@@ -341,7 +239,7 @@ func (l *pubLink) connect(p *pendingOffer) error {
 // chunk: when the oldest unacknowledged record is a later chunk (the old
 // reader acknowledged the first ones), the flights of the earlier chunks
 // are put back in front of it.
-func (l *pubLink) restartMessage() {
+func (l *writerLink) restartMessage() {
 	if l.fh == len(l.fl) {
 		return
 	}
@@ -364,24 +262,10 @@ func (l *pubLink) restartMessage() {
 	l.fh, l.rs = 0, 0
 }
 
-// fail tears the data link down; records in flight stay for the next one.
-func (l *pubLink) fail(err error, tell bool) {
-	if l.ep == nil {
-		return
-	}
-	l.stats.Failures.Add(1)
-	l.b.log.Warn("data link down (writer)", "peer", l.host, "ring", l.id, "err", err)
-	l.ep.Close()
-	l.ep = nil
-	if tell && l.ctl != nil {
-		l.b.send(l.ctl, msgRingDown, ringDown{Ring: l.id, FromReader: false, Reason: err.Error(), Offer: l.offerNum})
-	}
-}
-
 // applyWanted opens bridge subscriptions for wanted topics that have none
 // and retires the ones no longer wanted (or whose QoS must change: the new
 // subscription is opened once the old one has drained).
-func (l *pubLink) applyWanted() {
+func (l *writerLink) applyWanted() {
 	for name, ot := range l.topics {
 		w, ok := l.curWant[name]
 		ot.removing = !ok || w != ot.want
@@ -429,18 +313,18 @@ func (l *pubLink) applyWanted() {
 	}
 }
 
-// devicePool reports whether a topic has a GPU pool (its endpoints' paths
-// say so) and this host a GPU: then the bridge subscription reads the
+// devicePool reports whether a topic has a GPU pool (its endpoints say
+// so) and this host a GPU: then the bridge subscription reads the
 // device form, so that the publisher makes no host copy for the bridge,
 // and the link stages the payloads itself, overlapped with the transfer.
-func (l *pubLink) devicePool(name string) bool {
+func (l *writerLink) devicePool(name string) bool {
 	eps, err := l.b.dom.Endpoints(name)
 	if err != nil {
 		return false
 	}
 	pool := false
 	for _, ep := range eps {
-		if strings.HasPrefix(ep.Path, zerocopy.PoolGPU.Path()) { // gpu-pool, gpu-pool+host-copy
+		if ep.Pool == zerocopy.PoolGPU {
 			pool = true
 			break
 		}
@@ -454,7 +338,7 @@ func (l *pubLink) devicePool(name string) bool {
 
 // collect closes retired topics nobody uses any more; it reports whether
 // it closed any (a wanted topic may then be opened again).
-func (l *pubLink) collect() bool {
+func (l *writerLink) collect() bool {
 	closed := false
 	for name, ot := range l.topics {
 		if !ot.removing || ot.refs > 0 {
@@ -479,7 +363,7 @@ func (l *pubLink) collect() bool {
 
 // ack applies the head the reader wrote back: acknowledged records are
 // done, and a sample is returned with its last record.
-func (l *pubLink) ack() {
+func (l *writerLink) ack() {
 	l.acked = l.w.Acked(l.acked[:0])
 	for range l.acked {
 		f := &l.fl[l.fh]
@@ -509,18 +393,37 @@ func (l *pubLink) ack() {
 	}
 }
 
-// pump polls the transport, applies head updates, writes what can be
+// pump is one pass while up: after progress another pass at once; with
+// writes moving or data waiting for ring room, close polling; otherwise
+// a wait for a sample or a request, or (with records in flight) the next
+// head write-back, which lands only while this side polls the transport.
+func (l *writerLink) pump() (pace, time.Duration, error) {
+	progressed, blocked, err := l.move()
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case progressed:
+		return paceNow, 0, nil
+	}
+	if st := l.ep.Stats(); blocked || st.Writes > st.Completions {
+		return pacePoll, 0, nil
+	}
+	if l.inFlight() > 0 {
+		return paceWait, time.Millisecond, nil
+	}
+	return paceWait, 100 * time.Millisecond, nil
+}
+
+// move polls the transport, applies head updates, writes what can be
 // written. progressed: something moved; blocked: data is waiting for ring
 // space or in-flight room.
-func (l *pubLink) pump() (progressed, blocked bool, err error) {
+func (l *writerLink) move() (progressed, blocked bool, err error) {
 	if _, err := l.ep.Poll(l.imms[:]); err != nil {
 		return false, false, err
 	}
-	if h := binary.LittleEndian.Uint64(l.local.Bytes()[wHeadOff:]); h != l.lastHead {
-		if err := l.w.OnHeadUpdate(h); err != nil {
-			return false, false, fmt.Errorf("head write-back: %w", err)
-		}
-		l.lastHead = h
+	if moved, err := l.w.ApplyHeadWord(l.local.Bytes()[wHeadOff:]); err != nil {
+		return false, false, fmt.Errorf("head write-back: %w", err)
+	} else if moved {
 		l.ack()
 		if l.collect() {
 			l.applyWanted()
@@ -566,7 +469,7 @@ func (l *pubLink) pump() (progressed, blocked bool, err error) {
 
 // next takes the next sample, round robin over the topics. It reports
 // whether there is a current message.
-func (l *pubLink) next() bool {
+func (l *writerLink) next() bool {
 	for i := 0; i < len(l.order); i++ {
 		ot := l.order[(l.rr+i)%len(l.order)]
 		if ot.removing {
@@ -594,7 +497,7 @@ func (l *pubLink) next() bool {
 
 // announce tells the reader which topic an id stands for, once per
 // reader, before the first record with that id.
-func (l *pubLink) announce(ot *outTopic) error {
+func (l *writerLink) announce(ot *outTopic) error {
 	if ot.announced {
 		return nil
 	}
@@ -608,7 +511,7 @@ func (l *pubLink) announce(ot *outTopic) error {
 // writeChunk writes the current message's next chunk. ok is false when
 // the ring (or the in-flight limit) has no room: BEST_EFFORT messages are
 // then dropped before their first chunk, RELIABLE ones wait.
-func (l *pubLink) writeChunk() (ok bool, err error) {
+func (l *writerLink) writeChunk() (ok bool, err error) {
 	m := l.cur
 	if err := l.announce(m.ot); err != nil {
 		return false, err
@@ -661,7 +564,7 @@ func (l *pubLink) writeChunk() (ok bool, err error) {
 }
 
 // chunkFlight is the flight of chunk c of m.
-func (l *pubLink) chunkFlight(m *message, c uint32) flight {
+func (l *writerLink) chunkFlight(m *message, c uint32) flight {
 	off, n := l.w.ChunkSpan(uint64(m.smp.Size()), c)
 	info := m.smp.Info()
 	return flight{ot: m.ot, smp: m.smp, off: off, lastRec: c == m.chunks-1,
@@ -674,7 +577,7 @@ func (l *pubLink) chunkFlight(m *message, c uint32) flight {
 // the shared pool (or from its staging slot, which is then busy until the
 // write completed locally), then commits. It returns false when there is
 // no room.
-func (l *pubLink) post(f *flight) (bool, error) {
+func (l *writerLink) post(f *flight) (bool, error) {
 	if l.w.InFlight() >= maxInFlight {
 		return false, nil
 	}
@@ -730,8 +633,8 @@ func (l *pubLink) post(f *flight) (bool, error) {
 		return false, err
 	}
 	if twice {
-		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+8]
-		binary.LittleEndian.PutUint64(tb, l.w.Tail())
+		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+ring.WordSize]
+		l.w.PutTail(tb)
 		if err := l.ep.Write(tb, l.local, l.remote, l.tailOff); err != nil {
 			return false, err
 		}
@@ -746,12 +649,9 @@ func (l *pubLink) post(f *flight) (bool, error) {
 	return true, nil
 }
 
-// shutdown returns every held sample and closes what the link owns.
-func (l *pubLink) shutdown() {
-	if l.ep != nil {
-		l.ep.Close()
-		l.ep = nil
-	}
+// close returns every held sample and closes what the link owns (the
+// endpoint is closed already).
+func (l *writerLink) close(linkState) {
 	if l.stg != nil {
 		// Staging copies may still read held samples.
 		if err := l.stg.cp.wait(); err != nil {
@@ -775,322 +675,4 @@ func (l *pubLink) shutdown() {
 	if l.local != nil {
 		l.local.Close()
 	}
-	// l.wake is closed by Bridge.Close once no one can trigger it.
-}
-
-// Staging of device payloads.
-//
-// A GPU topic's bridge subscription reads the device form, so the
-// publisher returns without a host copy, and the link makes the copy
-// itself, record by record: the payload of each record is copied from the
-// sample's device memory (at the chunk's offset) into one of K slots of
-// registered, pinned host memory with an asynchronous device-to-host copy
-// on the link's stream, followed by the slot's event; the record is
-// posted (header, then the payload from the slot) once that event is done,
-// in ring order. So the copy of chunk k+1 runs while chunk k is on the
-// wire (and the reader places chunk k−1). Slots are handed out in ring
-// order; a slot is reused only after the write posted from it completed
-// locally (the endpoint's completions reached its writes count at post
-// time), and after a reconnect every slot is free and whatever is to be
-// written again is staged again from the still-held sample.
-//
-// K: a slot holds one record's payload (Config.MaxChunk, page-rounded).
-// K = 8 for chunks up to 8 MiB (16 MiB of pinned memory with the 2 MiB
-// records of the benchmark): the device-to-host copy (≈ 50 GB/s) is
-// several times faster than the wire, so the copies stay ahead and up
-// to K−1 payload writes can be in flight while the next one is staged,
-// which keeps a software provider (that moves bytes only while polled)
-// and a NIC busy back to back. Larger records get fewer slots, at least
-// 2 (one on the wire, one being staged), within stageBudget.
-const (
-	stageBudget = 64 << 20 // pinned bytes per link, at most (unless 2 slots need more)
-	stageMax    = 8
-	stageMin    = 2
-)
-
-// Staging slot states.
-const (
-	slotFree   = iota
-	slotStaged // holding (or being copied) the payload of a record not yet posted
-	slotPosted // its record was posted: free once doneAt writes completed
-)
-
-type stageSlot struct {
-	buf    []byte
-	state  int
-	doneAt uint64 // slotPosted: the endpoint's Writes after posting from it
-}
-
-// staging is a link's staging memory: K slots in one registered region,
-// pinned for the GPU, and the copier that fills them.
-type staging struct {
-	reg   transport.Region
-	unpin func() error
-	cp    stageCopier
-	slots []stageSlot
-	size  uint64 // bytes per slot
-	next  int    // next slot to hand out: slots are used in ring order
-}
-
-// stageCopier queues copies of sample payload bytes into staging slots and
-// reports when they are done: the GPU's (cudaCopier) or a test's.
-type stageCopier interface {
-	// start queues the copy of len(dst) bytes at offset off of smp's
-	// payload into dst, slot i's memory, and marks slot i behind it.
-	start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error
-	// done reports whether slot i's latest copy completed.
-	done(i int) (bool, error)
-	// wait waits for every copy queued.
-	wait() error
-	close()
-}
-
-// stageHook, when set (tests only), replaces the GPU copier and makes every
-// topic's payloads go through staging.
-var stageHook func(slots int) stageCopier
-
-// stages reports whether a sample's payload is staged: the subscription
-// reads the device form and the sample has no host copy to send from
-// (local host readers made the engine stage one).
-func stages(ot *outTopic, smp *zerocopy.Sample) bool {
-	return ot.gpu && (smp.Bytes() == nil || ot.reg == nil || stageHook != nil)
-}
-
-func stageSlotSize(cfg ring.Config) uint64 {
-	return max((cfg.MaxChunk+4095)&^4095, 4096)
-}
-
-// prepareStaging sets staging up ahead of the first device message, when
-// the link is connected and carries a GPU topic.
-func (l *pubLink) prepareStaging() {
-	if l.stg != nil || l.w == nil {
-		return
-	}
-	for _, ot := range l.topics {
-		if ot.gpu {
-			if err := l.ensureStaging(); err != nil {
-				l.b.log.Warn("staging memory for device payloads", "peer", l.host, "ring", l.id, "err", err)
-			}
-			return
-		}
-	}
-}
-
-// ensureStaging allocates the staging slots for the current ring
-// configuration.
-func (l *pubLink) ensureStaging() error {
-	if l.stg != nil {
-		return nil
-	}
-	size := stageSlotSize(l.cfg)
-	k := min(max(stageBudget/size, stageMin), stageMax)
-	reg, err := l.b.prov.Alloc(int(k * size))
-	if err != nil {
-		return fmt.Errorf("registering staging memory: %w", err)
-	}
-	st := &staging{reg: reg, size: size, slots: make([]stageSlot, k)}
-	mem := reg.Bytes()
-	for i := range st.slots {
-		st.slots[i].buf = mem[uint64(i)*size : uint64(i+1)*size : uint64(i+1)*size]
-	}
-	if stageHook != nil {
-		st.cp = stageHook(int(k))
-	} else {
-		dev, err := l.b.dom.GPU()
-		if err != nil {
-			reg.Close()
-			return err
-		}
-		if err := dev.HostRegister(mem[:k*size], cuda.HostRegisterPortable); err != nil {
-			l.b.log.Warn("staging memory not pinned: device copies run at pageable speed", "peer", l.host, "ring", l.id, "err", err)
-		} else {
-			b := mem[:k*size]
-			st.unpin = func() error { return dev.HostUnregister(b) }
-		}
-		cp, err := newCudaCopier(dev, int(k))
-		if err != nil {
-			if st.unpin != nil {
-				st.unpin()
-			}
-			reg.Close()
-			return err
-		}
-		st.cp = cp
-	}
-	l.stg = st
-	l.b.log.Info("staging device payloads", "peer", l.host, "ring", l.id, "slots", k, "slot_bytes", size)
-	return nil
-}
-
-// resetStaging frees every slot (the endpoint their writes were posted on
-// is closed) and forgets what was staged: it is staged again.
-func (l *pubLink) resetStaging() {
-	for i := l.fh; i < len(l.fl); i++ {
-		l.fl[i].slot = 0
-	}
-	l.pend = l.pend[:0]
-	if l.cur != nil {
-		l.cur.staged = l.cur.next
-	}
-	if l.stg != nil {
-		for i := range l.stg.slots {
-			l.stg.slots[i].state = slotFree
-		}
-		l.stg.next = 0
-	}
-}
-
-// dropStaging releases the staging memory; no endpoint may use it.
-func (l *pubLink) dropStaging() {
-	st := l.stg
-	if st == nil {
-		return
-	}
-	l.resetStaging()
-	st.cp.close()
-	if st.unpin != nil {
-		if err := st.unpin(); err != nil {
-			l.b.log.Warn("unpinning staging memory", "peer", l.host, "ring", l.id, "err", err)
-		}
-	}
-	st.reg.Close()
-	l.stg = nil
-}
-
-// stage starts the copy of f's payload into the next slot; false: every
-// slot is busy.
-func (l *pubLink) stage(f *flight) (bool, error) {
-	st := l.stg
-	i := st.next
-	s := &st.slots[i]
-	switch s.state {
-	case slotStaged:
-		return false, nil
-	case slotPosted:
-		if l.ep.Stats().Completions < s.doneAt {
-			return false, nil
-		}
-	}
-	if err := st.cp.start(i, s.buf[:f.hdr.PayloadLen], f.smp, f.off); err != nil {
-		return false, fmt.Errorf("topic %s: staging chunk %d: %w", f.ot.name, f.hdr.Chunk, err)
-	}
-	s.state = slotStaged
-	st.next = (i + 1) % len(st.slots)
-	f.slot = i + 1
-	return true, nil
-}
-
-// stageAhead starts staging copies, in ring order, for the records to
-// write again and then the current message's next chunks, as far as
-// slots are free.
-func (l *pubLink) stageAhead() error {
-	if l.ss < l.rs {
-		l.ss = l.rs
-	}
-	for ; l.ss < len(l.fl); l.ss++ {
-		f := &l.fl[l.ss]
-		if f.slot != 0 || !stages(f.ot, f.smp) {
-			continue
-		}
-		if err := l.ensureStaging(); err != nil {
-			return err
-		}
-		if ok, err := l.stage(f); err != nil || !ok {
-			return err
-		}
-	}
-	m := l.cur
-	if m == nil || !m.stage {
-		return nil
-	}
-	if err := l.ensureStaging(); err != nil {
-		return err
-	}
-	for m.staged < m.chunks {
-		f := l.chunkFlight(m, m.staged)
-		if ok, err := l.stage(&f); err != nil || !ok {
-			return err
-		}
-		l.pend = append(l.pend, f)
-		m.staged++
-	}
-	return nil
-}
-
-// payloadReady reports whether f can be posted: its payload is in the
-// pool, or staged and its copy done.
-func (l *pubLink) payloadReady(f *flight) (bool, error) {
-	if f.slot == 0 {
-		return !stages(f.ot, f.smp), nil
-	}
-	return l.stg.cp.done(f.slot - 1)
-}
-
-// unstage gives back the slots of the current message's staged chunks (it
-// is dropped), once their copies, which read its sample, are done.
-func (l *pubLink) unstage() {
-	if len(l.pend) > 0 {
-		if err := l.stg.cp.wait(); err != nil {
-			l.b.log.Error("waiting for staging copies", "peer", l.host, "ring", l.id, "err", err)
-		}
-		// They are the latest slots handed out: hand them out again next.
-		l.stg.next = l.pend[0].slot - 1
-		for _, f := range l.pend {
-			l.stg.slots[f.slot-1].state = slotFree
-		}
-		l.pend = l.pend[:0]
-	}
-	if l.cur != nil {
-		l.cur.staged = l.cur.next
-	}
-}
-
-// cudaCopier copies device payloads to staging slots on its own stream,
-// with an event per slot.
-type cudaCopier struct {
-	dev    *cuda.Device
-	stream *cuda.Stream
-	events []*cuda.Event
-}
-
-func newCudaCopier(dev *cuda.Device, slots int) (*cudaCopier, error) {
-	s, err := dev.NewStream()
-	if err != nil {
-		return nil, err
-	}
-	c := &cudaCopier{dev: dev, stream: s}
-	for range slots {
-		ev, err := dev.NewEvent()
-		if err != nil {
-			c.close()
-			return nil, err
-		}
-		c.events = append(c.events, ev)
-	}
-	return c, nil
-}
-
-func (c *cudaCopier) start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error {
-	if len(dst) > 0 {
-		p, err := smp.DevicePtr()
-		if err != nil {
-			return err
-		}
-		if err := c.dev.MemcpyDtoHAsync(dst, p+zerocopy.DevicePtr(off), c.stream); err != nil {
-			return err
-		}
-	}
-	return c.events[i].Record(c.stream)
-}
-
-func (c *cudaCopier) done(i int) (bool, error) { return c.events[i].Done() }
-
-func (c *cudaCopier) wait() error { return c.stream.Synchronize() }
-
-func (c *cudaCopier) close() {
-	c.stream.Synchronize()
-	for _, ev := range c.events {
-		ev.Destroy()
-	}
-	c.stream.Destroy()
 }

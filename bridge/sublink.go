@@ -1,12 +1,9 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
@@ -17,44 +14,31 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-// subLink is the subscribe manager of one ring this host owns: a peer
-// writes records into the ring's registered memory; the link places each
-// message once into the local topic pool (the GPU pool when the topic's
-// local readers use the GPU), publishes it to every local subscription,
-// and writes its Head back into the writer's DelayedHead when consumed
-// bytes pass the watermark. It never zeroes ring memory: completions (or
-// the tail slot) say what landed. One goroutine (run) owns the state below
-// "goroutine state".
-type subLink struct {
-	b    *Bridge
-	host string
-	id   uint32
-	only string
+// readerLink is the reader role of a link (link.go): the subscribe
+// manager of one ring this host owns. A peer writes records into the
+// ring's registered memory; the link places each message once into the
+// local topic pool (the GPU pool when the topic's local readers use the
+// GPU), publishes it to every local subscription, and writes its Head back
+// into the writer's DelayedHead when consumed bytes pass the watermark. It
+// never zeroes ring memory: completions (or the tail slot) say what
+// landed.
+type readerLink struct {
+	link
 
 	epoch uint64 // this reader's instance
-	cfg   ring.Config
-	mem   transport.Region // the ring, then the 8-byte tail slot at cfg.Size
-	unpin func() error
-	wb    transport.Region // staging of head write-backs
 
-	wakeCh chan struct{}
-
-	// mu guards the requests below.
-	mu        sync.Mutex
-	accept    *ringAccept
-	offerSeq  uint64              // the latest offer sent
-	maps      map[uint32]topicMap // topic id → topic, for reader epoch l.epoch
-	downNote  string
-	offerWant bool
-	stopped   bool
-
-	// goroutine state
+	// The link's goroutine owns everything below. The ring memory (mem:
+	// the ring, then the 8-byte tail slot at cfg.Size), the write-back
+	// buffer and the ring reader are made on first need (the first offer,
+	// the first writer) and kept across links.
+	cfg         ring.Config
+	mem         transport.Region
+	unpin       func() error
+	wb          transport.Region   // staging of head write-backs
+	offers      uint64             // offers made so far: the next one's number - 1
+	ln          transport.Listener // held in state offered
 	r           *ring.Reader
 	asm         ring.Assembler
-	ln          transport.Listener
-	acceptCh    chan acceptResult
-	ep          transport.Endpoint
-	offeredAt   time.Time
 	writerEpoch uint64
 	headRemote  transport.RemoteRegion
 	topics      map[uint32]*inTopic // by topic id, for the current writer
@@ -64,20 +48,17 @@ type subLink struct {
 	stallSince  time.Time
 	wbPending   bool
 	wbPosted    uint64 // transport writes posted when the last write-back went out
-	spins       int    // polls in a row that found nothing
-	idleSince   time.Time
 	placing     []placing
 	dev         *cuda.Device
 	stream      *cuda.Stream  // asynchronous copies into device loans
 	events      []*cuda.Event // free events
-
-	stats LinkStats
 }
 
-type acceptResult struct {
-	ep  transport.Endpoint
-	err error
-}
+// readerPoll pauses a reader that found nothing: it polls hot for a
+// little while (Options.BusyPoll, or 64 passes), then sleeps in steps
+// growing to 200 µs, the added latency of the first message after a
+// quiet period.
+var readerPoll = pollPolicy{yields: 64, step: 10 * time.Microsecond, most: 200 * time.Microsecond, busy: true}
 
 // inTopic is a topic this link delivers: the bridge publisher and the
 // message being assembled.
@@ -91,69 +72,32 @@ type inTopic struct {
 }
 
 // newReaderLocked creates a reader link for a peer and returns the
-// function that offers it (to call after unlocking). Must hold b.mu.
+// function that offers its ring (to call after unlocking). Must hold b.mu.
 func (b *Bridge) newReaderLocked(p *peer, only string) func() {
 	p.nextRing++
-	l := &subLink{b: b, host: p.host, id: p.nextRing, only: only, epoch: randomEpoch(),
-		wakeCh: make(chan struct{}, 1), maps: map[uint32]topicMap{}, topics: map[uint32]*inTopic{}, pubs: map[string]*inTopic{},
-		imms: make([]uint64, 256), offerWant: true}
+	l := &readerLink{epoch: randomEpoch(), topics: map[uint32]*inTopic{}, pubs: map[string]*inTopic{}, imms: make([]uint64, 256)}
+	l.init(b, p, p.nextRing, only, l, readerPoll)
+	l.mb.maps = map[uint32]topicMap{}
 	p.readers[l.id] = l
 	b.wg.Add(1)
 	go l.run()
-	return l.wake
+	return l.reoffer
 }
 
-func (l *subLink) wake() {
-	select {
-	case l.wakeCh <- struct{}{}:
-	default:
-	}
-}
+// reoffer asks the link to offer its ring (again): the peer is up.
+func (l *readerLink) reoffer() { l.mb.post(func(in *inbox) { in.reoffer = true }) }
 
-// reoffer asks the link to offer its ring again (the peer came back).
-func (l *subLink) reoffer() {
-	l.mu.Lock()
-	l.offerWant = true
-	l.mu.Unlock()
-	l.wake()
-}
-
-// linkDown tears the data link down; offer, when not 0, names the link
-// (its offer number): a note about an earlier link is ignored.
-func (l *subLink) linkDown(reason string, offer uint64) {
-	l.mu.Lock()
-	if offer != 0 && offer != l.offerSeq {
-		l.mu.Unlock()
-		return
-	}
-	l.downNote = reason
-	l.mu.Unlock()
-	l.wake()
-}
-
-func (l *subLink) stop() {
-	l.mu.Lock()
-	l.stopped = true
-	l.mu.Unlock()
-	l.wake()
-}
-
-func (l *subLink) onAccept(a *ringAccept) error {
-	if a.HeadRegion.Len < 8 {
+func (l *readerLink) onAccept(a *ringAccept) error {
+	if a.HeadRegion.Len < ring.WordSize {
 		return fmt.Errorf("%w: ring %d: head region of %d bytes", ErrBadOffer, a.Ring, a.HeadRegion.Len)
 	}
-	l.mu.Lock()
-	if a.ReaderEpoch != l.epoch || a.Offer != l.offerSeq {
-		l.mu.Unlock()
-		return nil // answers an earlier offer (or instance) of this ring
+	if a.ReaderEpoch == l.epoch { // else it answers an earlier instance of this ring
+		l.mb.postAbout(a.Offer, false, func(in *inbox) { in.accept = a })
 	}
-	l.accept = a
-	l.mu.Unlock()
-	l.wake()
 	return nil
 }
 
-func (l *subLink) onTopicMap(m *topicMap) error {
+func (l *readerLink) onTopicMap(m *topicMap) error {
 	if m.ReaderEpoch != l.epoch {
 		return nil
 	}
@@ -172,139 +116,51 @@ func (l *subLink) onTopicMap(m *topicMap) error {
 	if _, err := qos.Decode(m.QoS); err != nil {
 		return fmt.Errorf("%w: topic map of %s: %v", control.ErrProtocol, m.Topic, err)
 	}
-	l.mu.Lock()
-	if _, ok := l.maps[m.ID]; !ok && len(l.maps) >= MaxTopicsPerPeer {
+	l.mb.mu.Lock()
+	if _, ok := l.mb.maps[m.ID]; !ok && len(l.mb.maps) >= MaxTopicsPerPeer {
 		// A writer numbers its topics afresh whenever it (re)opens one, so
 		// a long-lived writer's ids grow: the oldest map goes (its records
 		// were delivered long ago: its topic is known to the link by then).
 		oldest := m.ID
-		for id := range l.maps {
+		for id := range l.mb.maps {
 			oldest = min(oldest, id)
 		}
 		if oldest == m.ID {
-			l.mu.Unlock()
+			l.mb.mu.Unlock()
 			return fmt.Errorf("%w: topic map of ring %d: id %d is older than the %d kept", ErrLimit, m.Ring, m.ID, MaxTopicsPerPeer)
 		}
-		delete(l.maps, oldest)
+		delete(l.mb.maps, oldest)
 	}
-	l.maps[m.ID] = *m
-	l.mu.Unlock()
-	l.wake()
+	l.mb.maps[m.ID] = *m
+	l.mb.mu.Unlock()
+	l.mb.post(func(*inbox) {}) // records may wait for it
 	return nil
 }
 
-func (l *subLink) run() {
-	defer l.b.wg.Done()
-	defer l.shutdown()
-	for {
-		l.mu.Lock()
-		stopped, down, offer := l.stopped, l.downNote, l.offerWant
-		l.downNote, l.offerWant = "", false
-		l.mu.Unlock()
-		if stopped {
-			return
-		}
-		if down != "" {
-			l.fail(errors.New(down), false)
-		}
-		if offer {
-			if err := l.offer(); err != nil {
-				l.b.log.Warn("ring offer failed", "peer", l.host, "ring", l.id, "err", err)
-			}
-		}
-		if l.ln != nil && l.ep == nil {
-			select {
-			case res := <-l.acceptCh:
-				l.ln.Close()
-				l.ln, l.acceptCh = nil, nil
-				if res.err != nil {
-					l.b.log.Warn("data link accept failed", "peer", l.host, "ring", l.id, "err", res.err)
-					continue
-				}
-				l.ep = res.ep
-			case <-l.wakeCh:
-				continue
-			case <-time.After(100 * time.Millisecond):
-				if time.Since(l.offeredAt) > linkTimeout {
-					l.b.log.Warn("no writer connected to the offered ring", "peer", l.host, "ring", l.id)
-					l.dropListener()
-					l.requestOffer()
-				}
-				continue
-			}
-		}
-		if l.ep != nil && l.headRemote.Len == 0 {
-			// Connected; the writer's accept (control) says where it
-			// restarts. Nothing is polled before it is applied.
-			l.mu.Lock()
-			acc := l.accept
-			l.accept = nil
-			l.mu.Unlock()
-			if acc == nil {
-				select {
-				case <-l.wakeCh:
-				case <-time.After(50 * time.Millisecond):
-					if time.Since(l.offeredAt) > linkTimeout {
-						l.fail(errors.New("the writer connected but never accepted the ring"), true)
-					}
-				}
-				continue
-			}
-			if err := l.start(acc); err != nil {
-				l.fail(err, true)
-				continue
-			}
-		}
-		if l.ep == nil {
-			select {
-			case <-l.wakeCh:
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		if err := l.pump(); err != nil {
-			l.fail(err, true)
-		}
+func (l *readerLink) kind() string { return "reader" }
+
+// control is the peer's live control connection (nil: none).
+func (l *readerLink) control() *control.Conn { return l.p.live.Load() }
+
+func (l *readerLink) apply(*inbox) {}
+
+func (l *readerLink) waitables(items []zerocopy.Waitable) []zerocopy.Waitable { return items }
+
+// down finishes the records whose copies are running (the Assembler has
+// taken them, so they must not come again; no head write-back goes out on
+// the failed link: the next offer carries the Head) and stops listening.
+func (l *readerLink) down(from linkState) {
+	if from == linkOffered {
+		l.ln.Close() // the accept goroutine's Accept returns; what it posts is dropped
+	}
+	if err := l.finish(true); err != nil {
+		l.b.log.Error("finishing placements after a link failure", "peer", l.host, "ring", l.id, "err", err)
 	}
 }
 
-// dropListener stops offering: the listener closes, and an endpoint its
-// accept may still deliver is closed when it comes.
-func (l *subLink) dropListener() {
-	if l.ln == nil {
-		return
-	}
-	l.ln.Close()
-	l.ln = nil
-	go func(ch chan acceptResult) {
-		if r := <-ch; r.ep != nil {
-			r.ep.Close()
-		}
-	}(l.acceptCh)
-	l.acceptCh = nil
-}
-
-// requestOffer re-offers the ring when the peer is connected (a data link
-// failed while control works); otherwise the next peerUp asks for it.
-func (l *subLink) requestOffer() {
-	l.b.mu.Lock()
-	p := l.b.peers[l.host]
-	up := p != nil && len(p.conns) > 0 && !l.b.closed
-	l.b.mu.Unlock()
-	if up {
-		l.mu.Lock()
-		l.offerWant = true
-		l.mu.Unlock()
-	}
-}
-
-// offer allocates the ring memory (once), listens for the writer and
-// sends the offer with the current Head.
-func (l *subLink) offer() error {
-	if l.ep != nil {
-		l.fail(errors.New("re-offered"), false)
-	}
-	l.dropListener()
+// open allocates the ring memory (once), listens for the writer and sends
+// the offer with the current Head: down → offered.
+func (l *readerLink) open(*inbox) error {
 	b := l.b
 	if l.mem == nil {
 		cfg, err := ring.Config{Size: b.opts.RingSize, MaxChunk: b.opts.MaxChunk, NoChunking: b.opts.NoChunking,
@@ -333,6 +189,10 @@ func (l *subLink) offer() error {
 			}
 		}
 	}
+	c := l.p.live.Load()
+	if c == nil {
+		return errors.New("no control connection to the peer")
+	}
 	addr := netJoin(b.opts.DataHost)
 	if b.prov.Name() == "fabric:shm" {
 		addr = "" // shm endpoints are named, not addressed: a fresh name
@@ -341,37 +201,35 @@ func (l *subLink) offer() error {
 	if err != nil {
 		return fmt.Errorf("data listener: %w", err)
 	}
+	l.offers++
+	l.setOffer(l.offers)
 	l.ln = ln
-	l.acceptCh = make(chan acceptResult, 1)
-	go func(ln transport.Listener, ch chan acceptResult) {
-		ep, err := ln.Accept()
-		ch <- acceptResult{ep, err}
-	}(ln, l.acceptCh)
+	l.enter(linkOffered)
+	b.wg.Add(1)
+	go l.acceptOne(ln, l.offers)
 	var head uint64
 	if l.r != nil {
 		head = l.r.Head()
 	}
 	o := ringOffer{Ring: l.id, Topic: l.only, ReaderEpoch: l.epoch, Size: l.cfg.Size, MaxChunk: l.cfg.MaxChunk,
 		Mode: uint8(l.cfg.Mode), Watermark: uint8(l.cfg.Watermark), CompactImm: l.cfg.CompactImm,
-		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head}
-	l.mu.Lock()
-	l.offerSeq++
-	o.Offer = l.offerSeq
-	l.accept = nil
-	l.mu.Unlock()
-	l.offeredAt = time.Now()
-	l.headRemote = transport.RemoteRegion{}
-	b.mu.Lock()
-	var c *control.Conn
-	if p := b.peers[l.host]; p != nil {
-		c = p.conn()
-	}
-	b.mu.Unlock()
-	if c == nil || !b.send(c, msgRingOffer, o) {
-		l.dropListener()
+		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, Offer: l.offers}
+	if !b.send(c, msgRingOffer, o) {
 		return errors.New("no control connection to the peer")
 	}
 	return nil
+}
+
+// acceptOne takes the writer's connection to the listener of an offer
+// and posts it; the link closes the listener earlier when it gives the
+// offer up, and a connection that comes after is closed here.
+func (l *readerLink) acceptOne(ln transport.Listener, offer uint64) {
+	defer l.b.wg.Done()
+	ep, err := ln.Accept()
+	ln.Close()
+	if !l.mb.postAbout(offer, false, func(in *inbox) { in.conn, in.connErr = ep, err }) && ep != nil {
+		ep.Close()
+	}
 }
 
 func netJoin(host string) string {
@@ -390,7 +248,7 @@ func netJoin(host string) string {
 // reader at position 0; the same writer resumes at its restart position
 // (records received but not consumed are dropped; consumed ones it sends
 // again are flagged duplicates).
-func (l *subLink) start(a *ringAccept) error {
+func (l *readerLink) start(a *ringAccept) error {
 	if l.r == nil || a.WriterEpoch != l.writerEpoch {
 		if a.Restart != 0 {
 			return fmt.Errorf("%w: a new writer restarts at %d, not 0", control.ErrProtocol, a.Restart)
@@ -403,13 +261,13 @@ func (l *subLink) start(a *ringAccept) error {
 			l.b.log.Warn("remote writer restarted: messages in assembly are dropped", "peer", l.host, "ring", l.id)
 		}
 		l.r, l.asm, l.writerEpoch = r, ring.Assembler{}, a.WriterEpoch
-		l.mu.Lock()
-		for id, m := range l.maps {
+		l.mb.mu.Lock()
+		for id, m := range l.mb.maps {
 			if m.WriterEpoch != a.WriterEpoch {
-				delete(l.maps, id) // an earlier writer's numbering
+				delete(l.mb.maps, id) // an earlier writer's numbering
 			}
 		}
-		l.mu.Unlock()
+		l.mb.mu.Unlock()
 		for _, t := range l.pubs {
 			if t.loan != nil {
 				t.loan.Discard()
@@ -421,7 +279,7 @@ func (l *subLink) start(a *ringAccept) error {
 	} else if err := l.r.Resync(a.Restart); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint64(l.mem.Bytes()[l.cfg.Size:], a.Restart) // tail slot (write-twice)
+	l.r.ResetTailSlot(l.mem.Bytes()[l.cfg.Size:]) // at the restart position
 	l.recs = l.recs[:0]
 	l.headRemote = a.HeadRegion.remote()
 	l.wbPending, l.wbPosted = false, 0 // a new endpoint counts its writes from 0
@@ -429,85 +287,40 @@ func (l *subLink) start(a *ringAccept) error {
 	return nil
 }
 
-// fail tears the data link down and, when control still works, offers
-// the ring again with the current Head.
-func (l *subLink) fail(err error, tell bool) {
-	// Records whose copies are running are finished (consumed) first: the
-	// Assembler has taken them, so they must not come again. No head
-	// write-back goes out on the failed link meanwhile (ep is cleared
-	// first): the next offer carries the Head.
-	ep := l.ep
-	l.ep = nil
-	if ferr := l.finish(true); ferr != nil {
-		l.b.log.Error("finishing placements after a link failure", "peer", l.host, "ring", l.id, "err", ferr)
-	}
-	offering := l.ln != nil
-	l.dropListener()
-	if ep == nil {
-		if offering {
-			// Failed while offering (the writer may have connected to
-			// the listener just closed): offer again.
-			l.requestOffer()
-		}
-		return
-	}
-	l.stats.Failures.Add(1)
-	l.b.log.Warn("data link down (reader)", "peer", l.host, "ring", l.id, "err", err)
-	ep.Close()
-	l.headRemote = transport.RemoteRegion{}
-	if tell {
-		l.b.mu.Lock()
-		var c *control.Conn
-		if p := l.b.peers[l.host]; p != nil {
-			c = p.conn()
-		}
-		l.b.mu.Unlock()
-		if c != nil {
-			l.mu.Lock()
-			offer := l.offerSeq
-			l.mu.Unlock()
-			l.b.send(c, msgRingDown, ringDown{Ring: l.id, FromReader: true, Reason: err.Error(), Offer: offer})
-		}
-	}
-	l.requestOffer()
-}
-
-// pump receives what landed, delivers it, and writes Head back.
-func (l *subLink) pump() error {
+// pump receives what landed, delivers it, and writes Head back. It
+// polls on (pacePoll) when it found nothing, and waits a little when
+// records wait for their topic map (it travels on the control connection
+// and may come after the data).
+func (l *readerLink) pump() (pace, time.Duration, error) {
 	var n int
 	var err error
 	if l.cfg.Mode == ring.WriteImm {
 		if n, err = l.ep.Poll(l.imms); err != nil {
-			return err
+			return 0, 0, err
 		}
 		for _, imm := range l.imms[:n] {
 			rec, err := l.r.OnImmediate(imm)
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
 			l.recs = append(l.recs, rec)
 		}
 	} else {
 		if _, err := l.ep.Poll(l.imms); err != nil {
-			return err
+			return 0, 0, err
 		}
 		before := len(l.recs)
-		tail := binary.LittleEndian.Uint64(l.mem.Bytes()[l.cfg.Size:])
-		if l.recs, err = l.r.OnTail(tail, l.recs); err != nil {
-			return err
+		if l.recs, err = l.r.ReadTailSlot(l.mem.Bytes()[l.cfg.Size:], l.recs); err != nil {
+			return 0, 0, err
 		}
 		n = len(l.recs) - before
 	}
-	if n == 0 && len(l.recs) == 0 && len(l.placing) == 0 {
-		l.idle()
-	} else {
-		l.spins = 0
-	}
+	idle := n == 0 && len(l.recs) == 0 && len(l.placing) == 0
 	done := 0
 	for i := range l.recs {
 		ok, err := l.deliver(&l.recs[i])
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if !ok {
 			break
@@ -515,8 +328,9 @@ func (l *subLink) pump() error {
 		done++
 	}
 	if err := l.finish(false); err != nil {
-		return err
+		return 0, 0, err
 	}
+	stalled := false
 	if done > 0 {
 		l.recs = append(l.recs[:0], l.recs[done:]...)
 		l.stallSince = time.Time{}
@@ -524,50 +338,28 @@ func (l *subLink) pump() error {
 		if l.stallSince.IsZero() {
 			l.stallSince = time.Now()
 		} else if time.Since(l.stallSince) > linkTimeout {
-			return fmt.Errorf("%w: records of topic id %d and no topic map for %v", control.ErrProtocol, l.recs[0].Topic, linkTimeout)
+			return 0, 0, fmt.Errorf("%w: records of topic id %d and no topic map for %v", control.ErrProtocol, l.recs[0].Topic, linkTimeout)
 		}
-		select {
-		case <-l.wakeCh:
-		case <-time.After(time.Millisecond):
-		}
+		stalled = true
 	}
-	if n == 0 && len(l.recs) == 0 && len(l.placing) == 0 && l.r.Flush() {
+	if idle && l.r.Flush() {
 		l.wbPending = true // idle: let the writer release what we consumed
 	}
-	return l.writeBack()
-}
-
-// idle pauses a reader that found nothing: it polls hot for a little
-// while (a message usually follows another), then sleeps in steps growing
-// to idleMax, so an idle link costs little CPU: software providers make
-// progress only when polled, and a core spinning on a 2-core host starves
-// the processes the data is for. A sleep is cut short by a wake (stop,
-// link changes).
-func (l *subLink) idle() {
-	l.spins++
-	if l.spins == 1 {
-		l.idleSince = time.Now()
+	if err := l.writeBack(); err != nil {
+		return 0, 0, err
 	}
 	switch {
-	case l.spins < 64 || (l.b.opts.BusyPoll > 0 && time.Since(l.idleSince) < l.b.opts.BusyPoll):
-		runtime.Gosched()
-	default:
-		d := min(time.Duration(l.spins-63)*10*time.Microsecond, idleMax)
-		select {
-		case <-l.wakeCh:
-			l.wake() // keep it for the run loop
-		case <-time.After(d):
-		}
+	case idle:
+		return pacePoll, 0, nil
+	case stalled:
+		return paceWait, time.Millisecond, nil
 	}
+	return paceNow, 0, nil
 }
-
-// idleMax is the longest pause of an idle reader: the added latency of the
-// first message after a quiet period.
-const idleMax = 200 * time.Microsecond
 
 // writeBack sends the newest Head, keeping at most one write-back in
 // flight (shm orders only send after send).
-func (l *subLink) writeBack() error {
+func (l *readerLink) writeBack() error {
 	if !l.wbPending {
 		return nil
 	}
@@ -575,8 +367,8 @@ func (l *subLink) writeBack() error {
 	if st.Completions < l.wbPosted {
 		return nil // the previous one is still in flight
 	}
-	buf := l.wb.Bytes()[:8]
-	binary.LittleEndian.PutUint64(buf, l.r.Head())
+	buf := l.wb.Bytes()[:ring.WordSize]
+	l.r.PutHead(buf)
 	if err := l.ep.Write(buf, l.wb, l.headRemote, 0); err != nil {
 		return err
 	}
@@ -605,7 +397,7 @@ type placing struct {
 // consumes them when their copies completed). It returns false (nothing
 // started) when the record's topic is not known yet: the topic map travels
 // on the control connection and may come after the data.
-func (l *subLink) deliver(rec *ring.Record) (bool, error) {
+func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
 	if rec.Dup {
 		l.stats.Dups.Add(1)
 		l.placing = append(l.placing, placing{rec: *rec, dup: true})
@@ -613,9 +405,9 @@ func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 	}
 	t := l.topics[rec.Topic]
 	if t == nil {
-		l.mu.Lock()
-		m, ok := l.maps[rec.Topic]
-		l.mu.Unlock()
+		l.mb.mu.Lock()
+		m, ok := l.mb.maps[rec.Topic]
+		l.mb.mu.Unlock()
 		if !ok || m.WriterEpoch != l.writerEpoch {
 			return false, nil // the map of this writer's id is on its way
 		}
@@ -661,7 +453,7 @@ func (l *subLink) deliver(rec *ring.Record) (bool, error) {
 
 // copyAsync queues the copy of src to the device loan at off on the
 // link's stream and records an event after it.
-func (l *subLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placing) error {
+func (l *readerLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placing) error {
 	if l.stream == nil {
 		dev, err := l.b.dom.GPU()
 		if err != nil {
@@ -698,7 +490,7 @@ func (l *subLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placin
 // consumed only after the message is published: a daemon killed in
 // between makes the writer send it again rather than lose it. wait: wait
 // for copies still running (link failure, shutdown).
-func (l *subLink) finish(wait bool) error {
+func (l *readerLink) finish(wait bool) error {
 	k := 0
 	for ; k < len(l.placing); k++ {
 		p := &l.placing[k]
@@ -732,7 +524,7 @@ func (l *subLink) finish(wait bool) error {
 }
 
 // publish publishes a placed message (or counts it dropped).
-func (l *subLink) publish(p *placing) {
+func (l *readerLink) publish(p *placing) {
 	if p.drop || p.loan == nil {
 		l.stats.Dropped.Add(1)
 		return
@@ -754,7 +546,7 @@ func (l *subLink) publish(p *placing) {
 	l.stats.Bytes.Add(p.size)
 }
 
-func (l *subLink) consume(rec *ring.Record) error {
+func (l *readerLink) consume(rec *ring.Record) error {
 	wb, err := l.r.Consume(rec)
 	if err != nil {
 		return err
@@ -762,7 +554,7 @@ func (l *subLink) consume(rec *ring.Record) error {
 	l.stats.Records.Add(1)
 	if wb {
 		l.wbPending = true
-		if l.ep != nil {
+		if l.state == linkUp { // else the next offer carries the Head
 			return l.writeBack()
 		}
 	}
@@ -772,7 +564,7 @@ func (l *subLink) consume(rec *ring.Record) error {
 // topic returns the delivery state of a mapped topic, creating its
 // bridge publisher with the QoS the writer's publishers offer, on the GPU
 // when local readers of the topic use the GPU and this host has one.
-func (l *subLink) topic(m *topicMap) *inTopic {
+func (l *readerLink) topic(m *topicMap) *inTopic {
 	q, _ := qos.Decode(m.QoS)
 	if t := l.pubs[m.Topic]; t != nil && t.typ == m.Type && t.q == q {
 		return t
@@ -792,10 +584,7 @@ func (l *subLink) topic(m *topicMap) *inTopic {
 		return t
 	}
 	mem := zerocopy.MemoryHost
-	l.b.mu.Lock()
-	gpu := l.b.local.interest[m.Topic].GPU
-	l.b.mu.Unlock()
-	if gpu {
+	if l.b.localInterest(m.Topic).GPU {
 		if _, err := l.b.dom.GPU(); err == nil {
 			mem = zerocopy.MemoryGPU
 		}
@@ -812,14 +601,19 @@ func (l *subLink) topic(m *topicMap) *inTopic {
 	return t
 }
 
-func (l *subLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
+func (l *readerLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
 	if t.pub.Topic().PoolKind() == zerocopy.PoolGPU && t.pub.Memory() == zerocopy.MemoryGPU {
 		return t.pub.LoanDevice(int(size))
 	}
 	return t.pub.Loan(int(size))
 }
 
-func (l *subLink) shutdown() {
+// close gives up what is being placed and releases what the link owns
+// (the endpoint is closed already).
+func (l *readerLink) close(from linkState) {
+	if from == linkOffered {
+		l.ln.Close()
+	}
 	for i := range l.placing {
 		p := &l.placing[i]
 		if p.ev != nil {
@@ -835,10 +629,6 @@ func (l *subLink) shutdown() {
 	}
 	if l.stream != nil {
 		l.stream.Destroy()
-	}
-	l.dropListener()
-	if l.ep != nil {
-		l.ep.Close()
 	}
 	for _, t := range l.pubs {
 		if t.loan != nil {

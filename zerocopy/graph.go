@@ -279,8 +279,12 @@ type EndpointInfo struct {
 	Node     string // fully qualified node name
 	GID      GID
 	QoS      qos.Profile
-	Path     string // the data path in use: host-shm, gpu-pool, ...
-	Pid      uint32
+	Path     string // the data path in use: host-shm, gpu-pool, ... (for display)
+	// Pool is where the topic's payloads live and Memory what the endpoint
+	// reads or writes: the typed facts Path is made of.
+	Pool   PoolKind
+	Memory Memory
+	Pid    uint32
 	// Malformed counts the messages a subscription dropped because its
 	// front end could not decode them (Subscription.DropMalformed).
 	Malformed uint64
@@ -409,7 +413,10 @@ func (d *Domain) inspectSegment(name, topic string) (_ []EndpointInfo, ti TopicI
 		fl := endpointFlags(t.u32(so + eFlags).Load())
 		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
 			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
-			Path: endpointPath(t.lay.poolKind, fl), Bridge: fl&flagBridge != 0}
+			Path: endpointPath(t.lay.poolKind, fl), Pool: t.lay.poolKind, Bridge: fl&flagBridge != 0}
+		if fl&flagWantsDevice != 0 {
+			ep.Memory = MemoryGPU
+		}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
 		ep.Malformed = t.u64(so + eMalformed).Load()
