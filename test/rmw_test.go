@@ -132,6 +132,7 @@ func rmwBuild(t testing.TB) *rmwKit {
 	out := filepath.Join(k.dir, "rmw_cpp")
 	if b, err := exec.Command(cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
 		"-I"+filepath.Join(root, "rmw", "include"), "-I"+filepath.Join(root, "rmw"),
+		"-I"+filepath.Join(root, "typesupport", "introspection"),
 		"-o", out, filepath.Join(root, "rmw", "test", "rmw_cpp.cpp"), "-L"+k.dir, "-lrmw_rgaps").CombinedOutput(); err != nil {
 		t.Fatalf("g++ rmw_cpp.cpp: %v\n%s", err, b)
 	}
@@ -143,7 +144,8 @@ func rmwBuild(t testing.TB) *rmwKit {
 func rmwCC(t testing.TB, k *rmwKit, args ...string) {
 	t.Helper()
 	base := []string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
-		"-I" + filepath.Join(k.root, "rmw", "include"), "-I" + filepath.Join(k.root, "rmw")}
+		"-I" + filepath.Join(k.root, "rmw", "include"), "-I" + filepath.Join(k.root, "rmw"),
+		"-I" + filepath.Join(k.root, "typesupport", "introspection")}
 	if b, err := exec.Command(k.cc, append(base, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", k.cc, strings.Join(args, " "), err, b)
 	}
