@@ -233,3 +233,62 @@ func plainSafe(s string) bool {
 	}
 	return true
 }
+
+// FlowString returns s on one line in the flow syntax Parse reads
+// ("{data: hello}", "{x: 1.0, y: 2.0}"), arrays and strings truncated to
+// truncate elements or bytes when it is positive (then the text no longer
+// reads back as s: it says how much was left out).
+func FlowString(s *Struct, truncate int) string {
+	var b strings.Builder
+	flowStruct(&b, s, FormatOptions{TruncateLength: truncate})
+	return b.String()
+}
+
+func flowStruct(b *strings.Builder, s *Struct, opt FormatOptions) {
+	b.WriteByte('{')
+	if s != nil && s.Type != nil {
+		for i, v := range s.Values {
+			if i >= len(s.Type.Fields) {
+				break
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(s.Type.Fields[i].Name)
+			b.WriteString(": ")
+			flowValue(b, v, opt)
+		}
+	}
+	b.WriteByte('}')
+}
+
+func flowValue(b *strings.Builder, v any, opt FormatOptions) {
+	if x, ok := v.(*Struct); ok {
+		flowStruct(b, x, opt)
+		return
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		s := scalarString(v, opt)
+		if strings.ContainsAny(s, ",[]{}") && s[0] != '\'' && s[0] != '"' {
+			s = "'" + strings.ReplaceAll(s, "'", "''") + "'" // flow indicators need quotes
+		}
+		b.WriteString(s)
+		return
+	}
+	b.WriteByte('[')
+	n := rv.Len()
+	if opt.TruncateLength > 0 && n > opt.TruncateLength {
+		n = opt.TruncateLength
+	}
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		flowValue(b, rv.Index(i).Interface(), opt)
+	}
+	if n < rv.Len() {
+		fmt.Fprintf(b, ", '... %d more'", rv.Len()-n)
+	}
+	b.WriteByte(']')
+}

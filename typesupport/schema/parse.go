@@ -63,7 +63,7 @@ type node struct {
 // Fields not named keep their defaults (New). Empty text is the default
 // message. Errors name the field: an unknown field, a value of the wrong
 // kind, a number out of the field's range, a fixed array of the wrong
-// length or a bound exceeded.
+// length, a bound exceeded, or a NUL in a string.
 //
 // Two keywords follow ros2: "now" as the value of a builtin_interfaces/Time
 // field is the current time, and "auto" as the value of a std_msgs/Header
@@ -513,6 +513,9 @@ func scalarFrom(f *Field, n *node) (any, error) {
 	t := n.text
 	switch f.Type {
 	case TypeString, TypeWString:
+		if strings.IndexByte(t, 0) >= 0 {
+			return nil, valueErr("a string cannot hold NUL (C and C++ subscribers would see it end there)")
+		}
 		if err := checkStringBound(f, t); err != nil {
 			return nil, err
 		}

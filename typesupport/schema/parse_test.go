@@ -148,6 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{"sensor_msgs/msg/Image", "{header: {stamp: {sec: x}}}", "not an integer", "header.stamp.sec"},
 		{"sensor_msgs/msg/CameraInfo", "{k: [1, 2, 3]}", "float64[9] takes exactly 9 elements, got 3", "k"},
 		{"test_msgs/msg/AllTypes", "{bs: '123456789'}", "", "bs"},
+		{"std_msgs/msg/String", `{data: "a\0b"}`, "cannot hold NUL", "data"},
 		{"sensor_msgs/msg/PointCloud2", "{fields: [{name: x}, {count: -1}]}", "out of range for uint32", "fields[1].count"},
 	} {
 		_, err := schema.Parse(msg(t, c.typ), c.text)
@@ -262,4 +263,22 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFlowStringReadsBack(t *testing.T) {
+	for _, c := range []struct{ typ, text string }{
+		{"sensor_msgs/msg/PointCloud2", "{header: {stamp: {sec: 1, nanosec: 2}, frame_id: 'a, b'}, fields: [{name: '[x]', offset: 4}], data: [1, 2], is_dense: true}"},
+		{"test_msgs/msg/AllTypes", "{s: 'it''s {x}', f64_arr: [1.5, -.inf, 1e-9], s_arr: ['', 'true'], i64: -5, ws: \"tab\\tx\"}"},
+	} {
+		v := parse(t, c.typ, c.text)
+		s := schema.FlowString(v, 0)
+		back, err := schema.Parse(v.Type, s)
+		if err != nil || !schema.Equal(back, v) {
+			t.Errorf("%s: FlowString %s reads back as %v, %v", c.typ, s, back, err)
+		}
+	}
+	v := parse(t, "sensor_msgs/msg/Image", "{data: [1, 2, 3, 4, 5]}")
+	if s := schema.FlowString(v, 2); !strings.Contains(s, "data: [1, 2, '... 3 more']}") {
+		t.Errorf("truncated: %s", s)
+	}
 }
