@@ -16,11 +16,13 @@
 // rmw's C files reach the headers through `#cgo CFLAGS: -I` of this
 // directory.
 //
-// The walkers are not built on the Go packages [schema] and [cdr]: they are
-// a second, independent implementation of the same wire format, in C
-// because they walk C and C++ memory on the rmw's hot path without entering
-// Go. The Go codec is their test oracle: test/ts_test.go compiles these
-// files with the test programs of rmw/test under AddressSanitizer,
+// The walkers are not built on the Go packages
+// [github.com/rmw-rgaps/rmw_rgaps/typesupport/schema] and
+// [github.com/rmw-rgaps/rmw_rgaps/typesupport/cdr]: they are a second,
+// independent implementation of the same wire format, in C because they
+// walk C and C++ memory on the rmw's hot path without entering Go. The Go
+// codec is their test oracle: test/ts_test.go compiles these files with the
+// test programs of testdata/ under AddressSanitizer,
 // UndefinedBehaviorSanitizer and ThreadSanitizer and checks their bytes
 // against what schema.Encode writes for the same values, both ways and in
 // both byte orders.
@@ -28,7 +30,4 @@
 // Like the rest of typesupport, this package knows nothing of the rmw,
 // shared memory or the network: it turns message memory into bytes and
 // back, into buffers its caller provides.
-//
-// [schema]: github.com/rmw-rgaps/rmw_rgaps/typesupport/schema
-// [cdr]: github.com/rmw-rgaps/rmw_rgaps/typesupport/cdr
 package introspection
