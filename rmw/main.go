@@ -13,8 +13,9 @@
 //     -DRGAPS_USE_ROS_HEADERS). It checks arguments and implementation
 //     identifiers, allocates the handles rcl sees with the context's
 //     allocator, serialises and deserialises messages with the type
-//     support library (ts.h) directly into and out of the engine's shared
-//     pool, and keeps the thread-local error state.
+//     support's introspection walkers (typesupport/introspection,
+//     rgaps_ts.h) directly into and out of the engine's shared pool, and
+//     keeps the thread-local error state.
 //   - The Go files (this package) own the engine objects: contexts, nodes,
 //     publishers, subscriptions, loans and taken samples, wait sets, graph
 //     queries, events and new-data callbacks. They are exported as
@@ -28,7 +29,7 @@
 package main
 
 /*
-#cgo CFLAGS: -O2 -Wall -std=gnu11
+#cgo CFLAGS: -O2 -Wall -std=gnu11 -I${SRCDIR}/../typesupport/introspection
 #cgo CXXFLAGS: -O2 -Wall -std=c++17
 #include <stdlib.h>
 #include "rmw_impl.h"
@@ -45,6 +46,10 @@ import (
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	// The introspection walkers (rgaps_ts_*, which rmw.c calls): cgo
+	// compiles their C and C++ files in that package, and importing it
+	// links them into the library.
+	_ "github.com/rmw-rgaps/rmw_rgaps/typesupport/introspection"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 

@@ -3,9 +3,9 @@
  * of the rmw headers. It checks what C can check (NULL arguments, handles of
  * another implementation, zero-initialised outputs), allocates the handles
  * rcl sees with the context's allocator, serialises messages with the type
- * support library (ts.h) straight into the engine's pool and back, and
- * keeps the thread-local error state. The Go half (rgapsgo_*) owns the
- * engine objects.
+ * support's introspection walkers (typesupport/introspection, rgaps_ts.h)
+ * straight into the engine's pool and back, and keeps the thread-local error
+ * state. The Go half (rgapsgo_*) owns the engine objects.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "include/rgaps_rmw_abi.h"
-#include "ts.h"
+#include "rgaps_ts.h"
 
 #define RGAPS_IDENTIFIER "rmw_rgaps"
 #define RGAPS_SERIALIZATION_FORMAT "cdr"

@@ -89,8 +89,15 @@ type cliProc struct {
 
 func startCLI(t *testing.T, bin string, args ...string) *cliProc {
 	t.Helper()
+	return startCLIEnv(t, bin, nil, args...)
+}
+
+// startCLIEnv is startCLI with more environment variables (NAME=value).
+func startCLIEnv(t *testing.T, bin string, env []string, args ...string) *cliProc {
+	t.Helper()
 	p := &cliProc{args: args, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "ROS_DOMAIN_ID=") // every command names its -domain
+	p.cmd.Env = append(p.cmd.Env, env...)
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		// A race-enabled program sleeps 1 s at exit by default; these
 		// tests start dozens of them.
@@ -175,7 +182,7 @@ func TestCLI(t *testing.T) {
 		if code := echo.wait(t); code != 0 {
 			t.Fatalf("echo exited %d\n%s", code, echo)
 		}
-		if got, want := echo.stdout.String(), strings.Repeat("data: hello\n", 3); got != want {
+		if got, want := echo.stdout.String(), strings.Repeat("data: hello\n---\n", 3); got != want {
 			t.Errorf("echo printed %q, want %q\n%s", got, want, echo)
 		}
 		if code := pub.wait(t); code != 0 {

@@ -131,6 +131,7 @@ func rmwBuild(t testing.TB) *rmwKit {
 	out := filepath.Join(k.dir, "rmw_cpp")
 	if b, err := exec.Command(cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
 		"-I"+filepath.Join(root, "rmw", "include"), "-I"+filepath.Join(root, "rmw"),
+		"-I"+filepath.Join(root, "typesupport", "introspection"),
 		"-o", out, filepath.Join(root, "rmw", "test", "rmw_cpp.cpp"), "-L"+k.dir, "-lrmw_rgaps").CombinedOutput(); err != nil {
 		t.Fatalf("g++ rmw_cpp.cpp: %v\n%s", err, b)
 	}
@@ -142,7 +143,8 @@ func rmwBuild(t testing.TB) *rmwKit {
 func rmwCC(t testing.TB, k *rmwKit, args ...string) {
 	t.Helper()
 	base := []string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
-		"-I" + filepath.Join(k.root, "rmw", "include"), "-I" + filepath.Join(k.root, "rmw")}
+		"-I" + filepath.Join(k.root, "rmw", "include"), "-I" + filepath.Join(k.root, "rmw"),
+		"-I" + filepath.Join(k.root, "typesupport", "introspection")}
 	if b, err := exec.Command(k.cc, append(base, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", k.cc, strings.Join(args, " "), err, b)
 	}
@@ -228,6 +230,7 @@ func TestRmw(t *testing.T) {
 	})
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
 	t.Run("SameBytesAsGoPrograms", func(t *testing.T) { rmwStringInterop(t, k) })
+	t.Run("CLIAndRmwNode", func(t *testing.T) { rmwCLIInterop(t, k) })
 	t.Run("RaceDetector", func(t *testing.T) { rmwRace(t, k) })
 	t.Run("LivelinessOfKilledPublisher", func(t *testing.T) {
 		env := rmwEnv(k, 66)
@@ -334,6 +337,30 @@ func rmwStringInterop(t *testing.T, k *rmwKit) {
 	}
 	smp.Return()
 	rmwPassed(t, echo)
+}
+
+// rmwCLIInterop: `rgaps topic pub` (the Go codec, typesupport/schema)
+// sends a std_msgs/msg/String from ros2's flow syntax to an rmw node (the C
+// walkers, typesupport/introspection), whose reply `rgaps topic echo`
+// prints as ros2 does.
+func rmwCLIInterop(t *testing.T, k *rmwKit) {
+	const dom = "70"
+	bin := buildCLI(t, t.TempDir())
+	rmwNode, _ := rmwStart(t, rmwEnv(k, 70), k.progs["rmw_proc"], "string_echo")
+	rmwNode.expect(t, "READY")
+	echo := startCLI(t, bin, "topic", "echo", "/cli_reply", "std_msgs/msg/String", "-n", "1", "-domain", dom)
+	pub := startCLI(t, bin, "topic", "pub", "/cli_chatter", "std_msgs/msg/String", "{data: 'hello from the CLI, quoted'}", "-times", "1", "-wait", "60", "-domain", dom)
+	rmwNode.expect(t, "GOT hello from the CLI, quoted")
+	if code := echo.wait(t); code != 0 {
+		t.Fatalf("echo exited %d\n%s", code, echo)
+	}
+	if got, want := echo.stdout.String(), "data: 're: hello from the CLI, quoted'\n---\n"; got != want {
+		t.Errorf("echo of the rmw node's reply: %q, want %q", got, want)
+	}
+	if code := pub.wait(t); code != 0 {
+		t.Errorf("pub exited %d\n%s", code, pub)
+	}
+	rmwPassed(t, rmwNode)
 }
 
 // rmwPoolSizes checks the pool sizes of topics (seen through the Go API).

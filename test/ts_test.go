@@ -1,8 +1,9 @@
 package test
 
-// The rmw library's message serialisation (rmw/ts_cdr.c, rmw/ts_cxx.cpp)
-// tested alone, as plain C and C++: the test programs in rmw/test (with
-// hand-written rosidl introspection tables for C and C++ messages) are
+// The introspection walkers of the type support (typesupport/introspection:
+// ts_cdr.c, ts_cxx.cpp), which the rmw library links, tested alone, as
+// plain C and C++: the test programs in typesupport/introspection/testdata
+// (with hand-written rosidl introspection tables for C and C++ messages) are
 // compiled with gcc/g++ together with the library sources, under
 // AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer when the
 // compiler has them, and run as separate processes. Their self-tests cover
@@ -42,23 +43,23 @@ func TestTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &tsKit{dir: t.TempDir()}
-	rmw := filepath.Join(root, "rmw")
+	ts := filepath.Join(root, "typesupport", "introspection")
 	san := tsSanitizers(t, cc, k.dir)
 	k.env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1")
 
-	// The library as cgo compiles it in the rmw package: default flags, no
+	// The walkers as cgo compiles them in their package: default flags, no
 	// ROS headers; warnings are errors here.
 	t.Run("CompileLikeCgo", func(t *testing.T) {
-		tsRun(t, cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(rmw, "ts_cdr.c"), "-o", filepath.Join(k.dir, "cgo_ts_cdr.o"))
-		tsRun(t, cc, "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(rmw, "ts_cdr.c"), "-o", filepath.Join(k.dir, "c11_ts_cdr.o"))
-		tsRun(t, cxx, "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(rmw, "ts_cxx.cpp"), "-o", filepath.Join(k.dir, "cgo_ts_cxx.o"))
-		tsRun(t, cxx, "-std=c++11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", filepath.Join(rmw, "ts_cxx.cpp"))
-		// the header and ts.h from C++ too (the rmw shim may be C++)
+		tsRun(t, cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", filepath.Join(k.dir, "cgo_ts_cdr.o"))
+		tsRun(t, cc, "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", filepath.Join(k.dir, "c11_ts_cdr.o"))
+		tsRun(t, cxx, "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", filepath.Join(k.dir, "cgo_ts_cxx.o"))
+		tsRun(t, cxx, "-std=c++11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", filepath.Join(ts, "ts_cxx.cpp"))
+		// the headers from C++ too (the rmw shim may be C++)
 		hdr := filepath.Join(k.dir, "hdr.cpp")
-		if err := os.WriteFile(hdr, []byte("#include \"ts.h\"\nint f(const rgaps_ts *t) { return rgaps_ts_is_plain(t); }\n"), 0o644); err != nil {
+		if err := os.WriteFile(hdr, []byte("#include \"rgaps_ts.h\"\nint f(const rgaps_ts *t) { return rgaps_ts_is_plain(t); }\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tsRun(t, cxx, "-Wall", "-Wextra", "-Werror", "-I"+rmw, "-fsyntax-only", hdr)
+		tsRun(t, cxx, "-Wall", "-Wextra", "-Werror", "-I"+ts, "-fsyntax-only", hdr)
 		// no main, no strong symbol but rgaps_ts_* defined by the library
 		// objects (weak ones are C++ template instances libstdc++ shares)
 		out, err := exec.Command("nm", "-g", "--defined-only", filepath.Join(k.dir, "cgo_ts_cdr.o"), filepath.Join(k.dir, "cgo_ts_cxx.o")).CombinedOutput()
@@ -83,13 +84,13 @@ func TestTS(t *testing.T) {
 
 	flags := append([]string{"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-fno-omit-frame-pointer"}, san...)
 	objs := []string{filepath.Join(k.dir, "ts_cdr.o"), filepath.Join(k.dir, "ts_cxx.o")}
-	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(rmw, "ts_cdr.c"), "-o", objs[0])...)
-	tsRun(t, cxx, append(append([]string{}, flags...), "-c", filepath.Join(rmw, "ts_cxx.cpp"), "-o", objs[1])...)
+	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(ts, "ts_cdr.c"), "-o", objs[0])...)
+	tsRun(t, cxx, append(append([]string{}, flags...), "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", objs[1])...)
 	k.cProg = filepath.Join(k.dir, "ts_c_test")
-	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(rmw, "test", "ts_c_test.c"), "-o", k.cProg+".o")...)
+	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(ts, "testdata", "ts_c_test.c"), "-o", k.cProg+".o")...)
 	tsRun(t, cxx, append(append(append([]string{}, san...), objs...), k.cProg+".o", "-o", k.cProg)...)
 	k.cxProg = filepath.Join(k.dir, "ts_cpp_test")
-	tsRun(t, cxx, append(append([]string{"-std=c++20", "-Wno-invalid-offsetof"}, flags...), "-c", filepath.Join(rmw, "test", "ts_cpp_test.cpp"), "-o", k.cxProg+".o")...)
+	tsRun(t, cxx, append(append([]string{"-std=c++20", "-Wno-invalid-offsetof"}, flags...), "-c", filepath.Join(ts, "testdata", "ts_cpp_test.cpp"), "-o", k.cxProg+".o")...)
 	tsRun(t, cxx, append(append(append([]string{}, san...), objs...), k.cxProg+".o", "-o", k.cxProg)...)
 
 	t.Run("CSelftest", func(t *testing.T) { k.program(t, k.cProg, "selftest") })
@@ -99,11 +100,11 @@ func TestTS(t *testing.T) {
 		// per-thread error are race-free
 		tsan := []string{"-g", "-O1", "-fsanitize=thread"}
 		prog := filepath.Join(k.dir, "ts_c_test_tsan")
-		if out, err := exec.Command(cc, append(tsan, "-std=gnu11", "-c", filepath.Join(rmw, "ts_cdr.c"), "-o", prog+"_lib.o")...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(cc, append(tsan, "-std=gnu11", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", prog+"_lib.o")...).CombinedOutput(); err != nil {
 			t.Skipf("no ThreadSanitizer: %v\n%s", err, out)
 		}
-		tsRun(t, cxx, append(tsan, "-c", filepath.Join(rmw, "ts_cxx.cpp"), "-o", prog+"_cxx.o")...)
-		tsRun(t, cc, append(tsan, "-std=gnu11", "-c", filepath.Join(rmw, "test", "ts_c_test.c"), "-o", prog+".o")...)
+		tsRun(t, cxx, append(tsan, "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", prog+"_cxx.o")...)
+		tsRun(t, cc, append(tsan, "-std=gnu11", "-c", filepath.Join(ts, "testdata", "ts_c_test.c"), "-o", prog+".o")...)
 		tsRun(t, cxx, append(tsan, prog+"_lib.o", prog+"_cxx.o", prog+".o", "-o", prog)...)
 		k.program(t, prog, "threads")
 	})
@@ -194,7 +195,7 @@ func tsCompare(t *testing.T, dir, prefix string, vecs []tsVector, skip map[strin
 	}
 }
 
-// tsVectors builds the values the C and C++ programs build (rmw/test/ts_c_test.c
+// tsVectors builds the values the C and C++ programs build (typesupport/introspection/testdata/ts_c_test.c
 // and ts_cpp_test.cpp: the same numbers and strings).
 func tsVectors(t *testing.T) []tsVector {
 	r := interfaces.Registry()

@@ -2,18 +2,15 @@ package main
 
 // rgaps topic list|info|pub|echo|hz, modelled on `ros2 topic`, and the
 // helpers the demo shares with them: flag parsing, the session a command
-// holds (context, node, interrupt handling), the CDR of std_msgs/msg/String
-// and the counter pattern of raw payloads.
+// holds (context, node, interrupt handling) and the counter pattern of raw
+// payloads. Message types, values and their printing: topictypes.go.
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
 	"io"
 	"math"
 	"os"
@@ -27,13 +24,18 @@ import (
 	"unicode"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
+	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-// The message types the topic tools understand. Any other type name can be
-// published and echoed as raw bytes.
+// The default type of pub, and the type of raw payloads (no definition:
+// echo prints a summary line of each). Any type whose definition is found
+// (topictypes.go) is published from values and echoed decoded; any other
+// can be published and echoed raw (-size, -raw).
 const (
 	typeString = "std_msgs/msg/String"
 	typeBytes  = "rgaps/msg/Bytes"
@@ -583,105 +585,8 @@ func take(sub *rgaps.Subscription, fn func(smp *rgaps.Sample)) (took bool, err e
 
 // ---- payloads ---------------------------------------------------------------
 
-// CDR of std_msgs/msg/String as ROS 2 puts it on the wire: the 4-byte
-// encapsulation header (00 01 = little-endian CDR, 2 option bytes), a
-// uint32 length counting the terminating NUL, the bytes, the NUL.
-const cdrHeaderSize = 8
-
-// cdrStringSize is the size of the CDR of a string s.
-func cdrStringSize(s string) int { return cdrHeaderSize + len(s) + 1 }
-
-// putCDRString writes the CDR of s into b, which has cdrStringSize(s)
-// bytes (a loan: the message is built in place).
-func putCDRString(b []byte, s string) {
-	copy(b, []byte{0x00, 0x01, 0x00, 0x00})
-	binary.LittleEndian.PutUint32(b[4:], uint32(len(s)+1))
-	copy(b[cdrHeaderSize:], s)
-	b[cdrHeaderSize+len(s)] = 0
-}
-
-// encodeCDRString returns the CDR of s.
-func encodeCDRString(s string) []byte {
-	b := make([]byte, cdrStringSize(s))
-	putCDRString(b, s)
-	return b
-}
-
-// decodeCDRString reads a std_msgs/msg/String in either byte order. Up to
-// 3 bytes of alignment padding may follow the string (some serializers
-// round the message up to 4 bytes); anything more is not this type.
-func decodeCDRString(b []byte) (string, error) {
-	if len(b) < cdrHeaderSize {
-		return "", fmt.Errorf("%d bytes: shorter than a CDR header and length", len(b))
-	}
-	var order binary.ByteOrder
-	switch {
-	case b[0] == 0 && b[1] == 1:
-		order = binary.LittleEndian
-	case b[0] == 0 && b[1] == 0:
-		order = binary.BigEndian
-	default:
-		return "", fmt.Errorf("encapsulation %02x%02x is not plain CDR", b[0], b[1])
-	}
-	n := uint64(order.Uint32(b[4:]))
-	body := b[cdrHeaderSize:]
-	switch {
-	case n == 0: // some serializers write "" without its NUL
-		return "", nil
-	case n > uint64(len(body)):
-		return "", fmt.Errorf("string length %d exceeds the %d bytes that follow", n, len(body))
-	case body[n-1] != 0:
-		return "", errors.New("string is not NUL-terminated")
-	case uint64(len(body))-n > 3:
-		return "", fmt.Errorf("%d bytes follow the string", uint64(len(body))-n)
-	}
-	return string(body[:n-1]), nil
-}
-
-// stringData reads the text to publish as a std_msgs/msg/String: the text
-// itself, or the YAML that `ros2 topic pub` takes for this type ("data:
-// hello", "{data: 'hello'}", "{}").
-func stringData(arg string) string {
-	t := strings.TrimSpace(arg)
-	if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
-		inner := strings.TrimSpace(t[1 : len(t)-1])
-		if inner == "" {
-			return ""
-		}
-		if !strings.HasPrefix(inner, "data:") {
-			return arg
-		}
-		t = inner
-	}
-	v, ok := strings.CutPrefix(t, "data:")
-	if !ok {
-		return arg
-	}
-	v = strings.TrimSpace(v)
-	switch {
-	case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
-		return strings.ReplaceAll(v[1:len(v)-1], "''", "'")
-	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
-		if u, err := strconv.Unquote(v); err == nil {
-			return u
-		}
-	}
-	return v
-}
-
-// stringLine is how echo prints a std_msgs/msg/String: like ros2, plain
-// unless the text would be ambiguous (empty, blank at an end, unprintable).
-func stringLine(s string) string {
-	switch {
-	case s == "":
-		return "data: ''"
-	case s != strings.TrimSpace(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		return "data: " + strconv.Quote(s)
-	}
-	return "data: " + s
-}
-
-// summaryLine is how echo prints any other message.
+// summaryLine is how echo prints a raw message (-raw, or a type without a
+// definition).
 func summaryLine(seq uint64, b []byte) string {
 	return fmt.Sprintf("seq=%d size=%d bytes first=%s", seq, len(b), hex.EncodeToString(b[:min(16, len(b))]))
 }
@@ -851,11 +756,13 @@ type pubOpts struct {
 	typ     string
 	rate    float64
 	times   int
-	size    int64 // raw payload size; 0 = the data argument's bytes
+	size    int64 // raw payload size (counter pattern); 0 = a message from values
+	raw     bool  // publish the values' bytes as they are
 	qosName string
 	qos     qos.Profile
 	wait    time.Duration
-	text    string // std_msgs/msg/String: the text; raw types: the payload when size is 0
+	values  string          // the values argument: YAML flow syntax, or raw bytes with -raw
+	msg     *schema.Message // the type's definition (nil for raw payloads)
 }
 
 func parsePub(args []string, out io.Writer) (pubOpts, error) {
@@ -863,12 +770,17 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 	var size sizeFlag
 	var wait float64
 	var once bool
-	fs := newFlags("rgaps topic pub", "<topic> [data] [-type T] [-rate HZ] [-times N] [-size BYTES] [-qos NAME] [-wait S]", out)
-	fs.StringVar(&o.typ, "type", "", "message `type`: "+typeString+" (default), or any other, published as raw bytes ("+typeBytes+" when -size is given)")
+	fs := newFlags("rgaps topic pub", "<topic> [type] [values] [-type T] [-rate HZ] [-times N] [-size BYTES | -raw] [-qos NAME] [-wait S]\n\n"+
+		"values are written as for ros2 topic pub: \"{data: hello}\", \"{linear: {x: 0.5}, angular: {z: 1.0}}\",\n"+
+		"\"{header: {frame_id: cam}, height: 2, width: 3, encoding: rgb8, data: [1, 2, 3]}\"; a message of one\n"+
+		"field takes its value alone (hello, 5); none publishes the defaults", out)
+	fs.StringVar(&o.typ, "type", "", "message `type` (default "+typeString+"; "+typeBytes+" with -size); any type whose .msg is embedded or on "+
+		interfacesEnv+" or AMENT_PREFIX_PATH")
 	fs.Float64Var(&o.rate, "rate", 1, "messages per second; 0 publishes as fast as possible")
 	fs.IntVar(&o.times, "times", 0, "publish this many messages, then exit; 0 publishes until interrupted")
 	fs.BoolVar(&once, "once", false, "publish one message (-times 1)")
-	fs.Var(&size, "size", "raw payload `size` (4096, 64K, 4MiB), filled with a counter pattern")
+	fs.Var(&size, "size", "raw payload `size` (4096, 64K, 4MiB), filled with a counter pattern; any type")
+	fs.BoolVar(&o.raw, "raw", false, "publish the values argument's bytes as they are, not encoded; any type")
 	fs.StringVar(&o.qosName, "qos", "default", "QoS profile: "+strings.Join(qos.Names(), ", "))
 	fs.Float64Var(&wait, "wait", 1, "wait up to this many `seconds` for a subscription to match before the first message")
 	pos, err := fs.parseTopic(args, 3, &o.target)
@@ -876,14 +788,16 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 		return o, err
 	}
 	o.size = int64(size)
-	if len(pos) == 3 { // ros2's form: pub <topic> <type> <data>
+	switch {
+	case len(pos) == 3: // ros2's form: pub <topic> <type> <values>
 		if o.typ, err = positionalType(o.typ, pos); err != nil {
 			return o, err
 		}
-		pos = []string{pos[0], pos[2]}
-	}
-	if len(pos) == 2 {
-		o.text = pos[1]
+		o.values = pos[2]
+	case len(pos) == 2 && o.typ == "" && typeNameRE.MatchString(pos[1]): // pub <topic> <type>
+		o.typ = pos[1]
+	case len(pos) == 2:
+		o.values = pos[1]
 	}
 	if o.typ == "" {
 		o.typ = typeString
@@ -894,12 +808,12 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 	switch {
 	case strings.ContainsFunc(o.typ, unicode.IsSpace):
 		return o, badUsage("bad type %q", o.typ)
-	case o.typ == typeString && o.size > 0:
-		return o, badUsage("-size applies to raw payloads, not %s", typeString)
-	case o.typ != typeString && o.size == 0 && o.text == "":
-		return o, badUsage("%s is published as raw bytes: give -size or the data", o.typ)
-	case o.typ != typeString && o.size > 0 && o.text != "":
-		return o, badUsage("give either -size or the data of a raw payload, not both")
+	case o.size > 0 && o.raw:
+		return o, badUsage("give either -size or -raw, not both")
+	case o.size > 0 && o.values != "":
+		return o, badUsage("-size publishes a counter pattern: give no values with it")
+	case o.raw && o.values == "":
+		return o, badUsage("-raw publishes the values argument's bytes: give it")
 	case math.IsNaN(o.rate) || math.IsInf(o.rate, 0) || o.rate < 0:
 		return o, badUsage("-rate %v: must be a number >= 0", o.rate)
 	case o.times < 0:
@@ -910,15 +824,26 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 	if once {
 		o.times = 1
 	}
-	if o.typ == typeString {
-		o.text = stringData(o.text)
-		if strings.IndexByte(o.text, 0) >= 0 {
-			return o, badUsage("a string message cannot contain NUL")
-		}
-	}
 	o.wait = time.Duration(wait * float64(time.Second))
-	o.qos, err = profileByName(o.qosName)
-	return o, err
+	if o.qos, err = profileByName(o.qosName); err != nil {
+		return o, err
+	}
+	if o.size > 0 || o.raw {
+		return o, nil
+	}
+	// A message from values: the type must be known, and the values right
+	// for it, before anything is created.
+	if o.msg, err = resolveMessage(o.typ); err != nil {
+		if errors.Is(err, errUnknownType) {
+			return o, badUsage("%v\n(-size publishes a raw counter pattern and -raw the values' bytes, for any type)", err)
+		}
+		return o, err
+	}
+	o.typ = o.msg.FullName() // std_msgs/String is std_msgs/msg/String's topic
+	if _, err := parseValues(o.msg, o.values); err != nil {
+		return o, badUsage("values for %s: %v", o.typ, strings.TrimPrefix(err.Error(), "schema: "))
+	}
+	return o, nil
 }
 
 func runPub(o pubOpts, w io.Writer) error {
@@ -983,14 +908,22 @@ func publish(s *session, o pubOpts, w io.Writer) error {
 }
 
 // publishOne builds message i in a loan (in place: no copy) and publishes
-// it; it returns what echo would print for it.
+// it; it returns what pub prints for it.
 func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
+	var v *schema.Struct
 	size := int(o.size)
 	switch {
-	case o.typ == typeString:
-		size = cdrStringSize(o.text)
-	case size == 0:
-		size = len(o.text)
+	case o.raw:
+		size = len(o.values)
+	case o.msg != nil:
+		// parsed again for every message: "now" and "auto" stamp each one
+		var err error
+		if v, err = parseValues(o.msg, o.values); err != nil {
+			return "", err
+		}
+		if size, err = schema.SerializedSize(o.msg, v); err != nil {
+			return "", err
+		}
 	}
 	loan, err := p.Loan(size)
 	if err != nil {
@@ -1003,14 +936,17 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 	}
 	var what string
 	switch {
-	case o.typ == typeString:
-		putCDRString(b, o.text)
-		what = stringLine(o.text)
-	case o.size > 0:
-		pattern.Fill(b, i)
+	case v != nil:
+		if err := encodeInto(b, v); err != nil {
+			loan.Discard()
+			return "", err
+		}
+		what = schema.FlowString(v, 16)
+	case o.raw:
+		copy(b, o.values)
 		what = fmt.Sprintf("%d bytes", len(b))
 	default:
-		copy(b, o.text)
+		pattern.Fill(b, i)
 		what = fmt.Sprintf("%d bytes", len(b))
 	}
 	return what, loan.Publish()
@@ -1020,29 +956,65 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 
 type echoOpts struct {
 	subscribeOpts
-	n   int
-	raw bool
+	n      int
+	raw    bool
+	format echoFormat
 }
 
 func parseEcho(args []string, out io.Writer) (echoOpts, error) {
 	var o echoOpts
-	fs := newFlags("rgaps topic echo", "<topic> [type] [-type T] [-n N] [-qos NAME] [-raw]", out)
+	fs := newFlags("rgaps topic echo", "<topic> [type] [-type T] [-n N] [-qos NAME] [-raw] [-truncate-length N] [-no-arr] [-no-str] [-flow-style]\n\n"+
+		"prints each message as ros2 topic echo does (block YAML, then ---); a type needs its .msg\n"+
+		"(embedded, or on "+interfacesEnv+" or AMENT_PREFIX_PATH) unless -raw", out)
 	o.flags(fs, "message `type` (default: the topic's type in the graph, waiting for the topic to appear)",
 		"QoS profile (default: adapted to the topic's publishers): "+strings.Join(qos.Names(), ", "))
 	fs.IntVar(&o.n, "n", 0, "exit after this many messages; 0 echoes until interrupted")
-	fs.BoolVar(&o.raw, "raw", false, "print a summary line (sequence, size, first bytes) even for "+typeString)
+	fs.BoolVar(&o.raw, "raw", false, "print a summary line (sequence, size, first bytes) of each message instead of decoding it; any type")
+	fs.IntVar(&o.format.opt.TruncateLength, "truncate-length", 128, "print at most `N` elements of an array and bytes of a string; 0 prints all")
+	fs.BoolVar(&o.format.opt.NoArr, "no-arr", false, "print arrays as their type and length")
+	fs.BoolVar(&o.format.opt.NoStr, "no-str", false, "print strings as their length")
+	fs.BoolVar(&o.format.flow, "flow-style", false, "print each message on one line, in the flow syntax pub takes")
 	if err := o.parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.n < 0 {
+	switch {
+	case o.n < 0:
 		return o, badUsage("-n %d: must be >= 0", o.n)
+	case o.format.opt.TruncateLength < 0:
+		return o, badUsage("-truncate-length %d: must be >= 0", o.format.opt.TruncateLength)
 	}
-	return o, o.checkQoS()
+	if err := o.checkQoS(); err != nil {
+		return o, err
+	}
+	if o.typ != "" && !o.raw && o.typ != typeBytes {
+		m, err := resolveMessage(o.typ)
+		if err != nil {
+			return o, echoTypeError(err)
+		}
+		o.typ = m.FullName()
+	}
+	return o, nil
+}
+
+// echoTypeError is the error of echo for a type it cannot decode: a usage
+// error for -type, a plain one for the topic's type in the graph.
+func echoTypeError(err error) error {
+	const hint = "(-raw prints a summary line of each message, for any type)"
+	if errors.Is(err, errUnknownType) {
+		return badUsage("cannot decode: %v\n%s", err, hint)
+	}
+	return err
 }
 
 func runEcho(o echoOpts, w io.Writer) error {
 	return o.run("_rgaps_echo", func(s *session, sub *rgaps.Subscription, typ string) error {
-		decode := !o.raw && typ == typeString
+		var m *schema.Message // nil: summary lines
+		if !o.raw && typ != typeBytes {
+			var err error
+			if m, err = resolveMessage(typ); err != nil {
+				return fmt.Errorf("cannot decode the topic's type: %w\n(-raw prints a summary line of each message, for any type)", err)
+			}
+		}
 		bw := bufio.NewWriter(w)
 		items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
 		var lost uint64
@@ -1053,14 +1025,14 @@ func runEcho(o echoOpts, w io.Writer) error {
 					lost = l
 				}
 				b := smp.Bytes()
-				if decode {
-					if text, derr := decodeCDRString(b); derr == nil {
-						fmt.Fprintln(bw, stringLine(text))
-					} else {
-						fmt.Fprintf(bw, "%s (not a valid %s: %v)\n", summaryLine(smp.Info().Sequence, b), typeString, derr)
-					}
-				} else {
+				if m == nil {
 					fmt.Fprintln(bw, summaryLine(smp.Info().Sequence, b))
+					return
+				}
+				if derr := o.format.printMessage(bw, m, b); derr != nil {
+					// Said on stderr, with the first bytes; the echo goes
+					// on, as a subscriber would.
+					fmt.Fprintf(os.Stderr, "not a valid %s (%v): %s\n", typ, strings.TrimPrefix(derr.Error(), "schema: "), summaryLine(smp.Info().Sequence, b))
 				}
 			})
 			if err != nil {

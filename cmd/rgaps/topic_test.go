@@ -10,109 +10,133 @@ import (
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-func TestTopicCDRStringEncode(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []byte
-	}{
-		{"hello", []byte{0, 1, 0, 0, 6, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0}},
-		{"", []byte{0, 1, 0, 0, 1, 0, 0, 0, 0}},
-		{"é", []byte{0, 1, 0, 0, 3, 0, 0, 0, 0xc3, 0xa9, 0}},
-	} {
-		got := encodeCDRString(c.in)
-		if !bytes.Equal(got, c.want) {
-			t.Errorf("encodeCDRString(%q) = % x, want % x", c.in, got, c.want)
-		}
-		if len(got) != cdrStringSize(c.in) {
-			t.Errorf("cdrStringSize(%q) = %d, encoded %d bytes", c.in, cdrStringSize(c.in), len(got))
-		}
-	}
-}
-
-func TestTopicCDRStringRoundTrip(t *testing.T) {
-	for _, s := range []string{"", "a", "hello world", "Hello World: 1", strings.Repeat("x", 70000), "日本語\ttab"} {
-		got, err := decodeCDRString(encodeCDRString(s))
-		if err != nil || got != s {
-			t.Errorf("round trip of %.20q: got %.20q, %v", s, got, err)
-		}
-	}
-}
-
-func TestTopicCDRStringDecode(t *testing.T) {
-	ok := []struct {
-		name string
-		in   []byte
-		want string
-	}{
-		{"big endian", []byte{0, 0, 0, 0, 0, 0, 0, 3, 'h', 'i', 0}, "hi"},
-		{"padding to 4 bytes", []byte{0, 1, 0, 0, 3, 0, 0, 0, 'h', 'i', 0, 0}, "hi"},
-		{"three padding bytes", []byte{0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, ""},
-		{"length 0", []byte{0, 1, 0, 0, 0, 0, 0, 0}, ""},
-		{"options set", []byte{0, 1, 0, 3, 2, 0, 0, 0, 'x', 0}, "x"},
-	}
-	for _, c := range ok {
-		got, err := decodeCDRString(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
-		}
-	}
-	bad := []struct {
-		name string
-		in   []byte
-	}{
-		{"empty", nil},
-		{"short header", []byte{0, 1, 0, 0, 1, 0}},
-		{"parameter list CDR", []byte{0, 3, 0, 0, 1, 0, 0, 0, 0}},
-		{"not CDR", []byte{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 0}},
-		{"length past the end", []byte{0, 1, 0, 0, 9, 0, 0, 0, 'h', 'i', 0}},
-		{"huge length", []byte{0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 'h', 0}},
-		{"no NUL", []byte{0, 1, 0, 0, 2, 0, 0, 0, 'h', 'i'}},
-		{"trailing data", []byte{0, 1, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4}},
-	}
-	for _, c := range bad {
-		if got, err := decodeCDRString(c.in); err == nil {
-			t.Errorf("%s: decoded %q, want an error", c.name, got)
-		}
-	}
-}
-
-func TestTopicStringData(t *testing.T) {
+// TestTopicValues: pub's values become the CDR the codec writes, in place
+// in a buffer of the exact size.
+func TestTopicValues(t *testing.T) {
+	str := mustType(t, "std_msgs/msg/String")
 	for in, want := range map[string]string{
-		"hello":                 "hello",
-		"data: hello":           "hello",
-		"data:hello world":      "hello world",
-		"{data: hello}":         "hello",
-		"{data: 'it''s'}":       "it's",
-		`data: "a\tb"`:          "a\tb",
-		"{}":                    "",
-		"":                      "",
-		"{other: 1}":            "{other: 1}",
-		"metadata: x":           "metadata: x",
-		"  data:  spaced  ":     "spaced",
-		"data: 'unterminated":   "'unterminated",
-		`data: "bad \q escape"`: `"bad \q escape"`,
+		"hello":            "hello",
+		"x y":              "x y",
+		"it's":             "it's",
+		"http://x":         "http://x",
+		"data:hello":       "data:hello", // no blank after ':': a scalar, as YAML reads it
+		"'quoted'":         "'quoted'",   // a lone value is taken as written
+		"data: hello":      "hello",
+		"{data: 'x y'}":    "x y",
+		`{data: "a\tb"}`:   "a\tb",
+		"{}":               "",
+		"":                 "",
+		"  data:  spaced ": "spaced",
 	} {
-		if got := stringData(in); got != want {
-			t.Errorf("stringData(%q) = %q, want %q", in, got, want)
+		v, err := parseValues(str, in)
+		if err != nil || v.Values[0] != want {
+			t.Errorf("parseValues(String, %q) = %v, %v; want %q", in, v, err, want)
+		}
+	}
+	for _, in := range []string{"{other: 1}", "metadata: x", "data: 'unterminated", `data: "bad \q escape"`, "a\x00b", "{data: [1]}"} {
+		if v, err := parseValues(str, in); err == nil {
+			t.Errorf("parseValues(String, %q) = %v, want an error", in, v)
+		}
+	}
+	// the bytes: what rmw_fastrtps writes for std_msgs/String "hello"
+	v, err := parseValues(str, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 14)
+	if err := encodeInto(b, v); err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{0, 1, 0, 0, 6, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0}; !bytes.Equal(b, want) {
+		t.Errorf("hello: % x, want % x", b, want)
+	}
+	if err := encodeInto(make([]byte, 20), v); err == nil {
+		t.Error("encodeInto a buffer of the wrong size: no error")
+	}
+	// one-field messages of other types take their value alone too
+	if v, err := parseValues(mustType(t, "std_msgs/msg/Int32"), "-5"); err != nil || v.Values[0] != int32(-5) {
+		t.Errorf("Int32 -5: %v, %v", v, err)
+	}
+	if _, err := parseValues(mustType(t, "std_msgs/msg/Int32"), "five"); err == nil || !strings.Contains(err.Error(), "field data") {
+		t.Errorf("Int32 five: %v, want an error naming the field", err)
+	}
+	tw, err := parseValues(mustType(t, "geometry_msgs/msg/Twist"), "{linear: {x: 0.5}, angular: {z: 1}}")
+	if err != nil || schema.FlowString(tw, 0) != "{linear: {x: 0.5, y: 0.0, z: 0.0}, angular: {x: 0.0, y: 0.0, z: 1.0}}" {
+		t.Errorf("Twist: %v, %v", tw, err)
+	}
+}
+
+func mustType(t *testing.T, name string) *schema.Message {
+	t.Helper()
+	m, err := resolveMessage(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestTopicResolve(t *testing.T) {
+	if m, err := resolveMessage("std_msgs/String"); err != nil || m.FullName() != "std_msgs/msg/String" {
+		t.Errorf("short name: %v, %v", m, err)
+	}
+	for _, name := range []string{"nope_msgs/msg/Nope", "a", "std_msgs/srv/String", "Std/msg/X"} {
+		if _, err := resolveMessage(name); !errors.Is(err, errUnknownType) {
+			t.Errorf("%s: %v, want errUnknownType", name, err)
 		}
 	}
 }
 
-func TestTopicEchoLines(t *testing.T) {
+func TestTopicEchoFormat(t *testing.T) {
+	var b bytes.Buffer
+	str := mustType(t, "std_msgs/msg/String")
 	for in, want := range map[string]string{
-		"hello":       "data: hello",
-		"":            "data: ''",
-		" padded":     `data: " padded"`,
-		"two\nlines":  `data: "two\nlines"`,
-		"héllo wörld": "data: héllo wörld",
+		"hello":          "data: hello\n---\n",
+		"":               "data: ''\n---\n",
+		" padded":        "data: ' padded'\n---\n",
+		"two\nlines":     "data: \"two\\nlines\"\n---\n",
+		"Hello World: 1": "data: 'Hello World: 1'\n---\n",
+		"héllo wörld":    "data: héllo wörld\n---\n",
 	} {
-		if got := stringLine(in); got != want {
-			t.Errorf("stringLine(%q) = %q, want %q", in, got, want)
+		v := schema.New(str)
+		v.Values[0] = in
+		enc, err := schema.Encode(str, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		if err := (echoFormat{}).printMessage(&b, str, enc); err != nil || b.String() != want {
+			t.Errorf("echo of %q: %q, %v; want %q", in, b.String(), err, want)
 		}
 	}
+	img := mustType(t, "sensor_msgs/msg/Image")
+	v, err := parseValues(img, "{header: {frame_id: cam}, height: 1, width: 3, encoding: mono8, step: 3, data: [7, 8, 9]}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := schema.Encode(img, v)
+	b.Reset()
+	if err := (echoFormat{opt: schema.FormatOptions{TruncateLength: 2}}).printMessage(&b, img, enc); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  frame_id: ca...\nheight: 1\nwidth: 3\nencoding: mo...\nis_bigendian: 0\nstep: 3\ndata:\n- 7\n- 8\n- '... 1 more'\n---\n"; !strings.HasSuffix(b.String(), want) {
+		t.Errorf("Image:\n%s\nwant the end to be\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := (echoFormat{flow: true}).printMessage(&b, img, enc); err != nil || !strings.HasSuffix(b.String(), "data: [7, 8, 9]}\n---\n") {
+		t.Errorf("flow style: %q, %v", b.String(), err)
+	}
+	// bytes that are not this type: an error, nothing printed
+	b.Reset()
+	if err := (echoFormat{}).printMessage(&b, img, []byte{0, 1, 0, 0, 1}); err == nil || b.Len() != 0 {
+		t.Errorf("malformed Image: printed %q, %v", b.String(), err)
+	}
+}
+
+func TestTopicSummaryLine(t *testing.T) {
 	b := make([]byte, 40)
 	for i := range b {
 		b[i] = byte(i)
@@ -164,7 +188,7 @@ func TestTopicParsePub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.topic != "/chatter" || o.typ != typeString || o.text != "hi" || o.rate != 20 || o.times != 3 || o.wait != time.Second {
+	if o.topic != "/chatter" || o.typ != typeString || o.values != "data: hi" || o.msg == nil || o.rate != 20 || o.times != 3 || o.wait != time.Second {
 		t.Errorf("parsed %+v", o)
 	}
 	if o.qos != qos.Default() {
@@ -177,13 +201,21 @@ func TestTopicParsePub(t *testing.T) {
 	if o.typ != typeBytes || o.size != 4<<20 || o.qos != qos.SensorData() || o.times != 1 || o.wait != 0 || !o.domain.set || o.domain.id != 7 {
 		t.Errorf("parsed %+v", o)
 	}
-	o, err = parsePub([]string{"/t", "std_msgs/msg/String", "{data: 'x y'}"}, io.Discard)
-	if err != nil || o.typ != typeString || o.text != "x y" {
+	o, err = parsePub([]string{"/t", "std_msgs/String", "{data: 'x y'}"}, io.Discard)
+	if err != nil || o.typ != typeString || o.values != "{data: 'x y'}" {
 		t.Errorf("ros2 form: %+v, %v", o, err)
 	}
-	o, err = parsePub([]string{"/t", "-type", "foo/msg/Raw", "--", "-5"}, io.Discard)
-	if err != nil || o.typ != "foo/msg/Raw" || o.text != "-5" {
+	o, err = parsePub([]string{"/t", "geometry_msgs/msg/Twist"}, io.Discard)
+	if err != nil || o.typ != "geometry_msgs/msg/Twist" || o.values != "" || o.msg == nil {
+		t.Errorf("type alone: %+v, %v", o, err)
+	}
+	o, err = parsePub([]string{"/t", "-type", "foo/msg/Raw", "-raw", "--", "-5"}, io.Discard)
+	if err != nil || o.typ != "foo/msg/Raw" || o.values != "-5" || !o.raw || o.msg != nil {
 		t.Errorf("raw data after --: %+v, %v", o, err)
+	}
+	o, err = parsePub([]string{"/t", "-size", "1K", "-type", "sensor_msgs/msg/Image"}, io.Discard)
+	if err != nil || o.size != 1024 || o.msg != nil {
+		t.Errorf("-size of any type: %+v, %v", o, err)
 	}
 	for _, args := range [][]string{
 		{},
@@ -197,8 +229,13 @@ func TestTopicParsePub(t *testing.T) {
 		{"/t", "-times", "-2", "x"},
 		{"/t", "-wait", "-1", "x"},
 		{"/t", "-qos", "fastest", "x"},
-		{"/t", "-size", "1K", "-type", typeString},
 		{"/t", "-type", "foo/msg/Raw"},
+		{"/t", "-type", "foo/msg/Raw", "x"},
+		{"/t", "-raw"},
+		{"/t", "-raw", "-size", "1K", "x"},
+		{"/t", "std_msgs/msg/Int32", "{data: lots}"},
+		{"/t", "geometry_msgs/msg/Twist", "{linear: {w: 1}}"},
+		{"/t", "std_msgs/msg/String", "{data: x"},
 		{"/t", "-size", "0"},
 		{"/t", "-size", "1K", "-type", "foo/msg/Raw", "data"},
 		{"/t", "-type", "a b", "x"},
@@ -222,6 +259,14 @@ func TestTopicParseEchoHzInfoList(t *testing.T) {
 	if err != nil || e.topic != "/ns/t" || e.typ != typeString || !e.raw || e.qosName != "sensor_data" {
 		t.Errorf("echo: %+v, %v", e, err)
 	}
+	e, err = parseEcho([]string{"/t", "nope_msgs/msg/X", "-raw", "-no-arr", "-truncate-length", "0"}, io.Discard)
+	if err != nil || e.typ != "nope_msgs/msg/X" || !e.raw || !e.format.opt.NoArr || e.format.opt.TruncateLength != 0 {
+		t.Errorf("echo -raw of an unknown type: %+v, %v", e, err)
+	}
+	e, err = parseEcho([]string{"/t", "std_msgs/Int32"}, io.Discard)
+	if err != nil || e.typ != "std_msgs/msg/Int32" || e.format.opt.TruncateLength != 128 {
+		t.Errorf("echo of a short type name: %+v, %v", e, err)
+	}
 	h, err := parseHz([]string{"/t", "-window", "50"}, io.Discard)
 	if err != nil || h.topic != "/t" || h.window != 50 {
 		t.Errorf("hz: %+v, %v", h, err)
@@ -235,7 +280,8 @@ func TestTopicParseEchoHzInfoList(t *testing.T) {
 		t.Errorf("list: %+v, %v", l, err)
 	}
 	bad := map[string][][]string{
-		"echo": {{}, {"/t", "-n", "-1"}, {"/t", "-qos", "nope"}, {"/t", "a/msg/B", "-type", "c/msg/D"}, {"/t", "a", "b"}, {"//t"}},
+		"echo": {{}, {"/t", "-n", "-1"}, {"/t", "-qos", "nope"}, {"/t", "a/msg/B", "-type", "c/msg/D"}, {"/t", "a", "b"}, {"//t"},
+			{"/t", "nope_msgs/msg/X"}, {"/t", "-truncate-length", "-1"}},
 		"hz":   {{}, {"/t", "-window", "1"}, {"/t", "-window", "x"}, {"/t", "-qos", "nope"}},
 		"info": {{}, {"/a", "/b"}, {"/a b"}, {"/t", "-domain", "-3"}},
 		"list": {{"extra"}, {"-x"}},

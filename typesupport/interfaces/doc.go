@@ -17,4 +17,10 @@
 // defaults and constants as in ROS 2 Jazzy); comments are our own. Field
 // order and types are what matters on the wire, and the tests check them
 // against hand-computed CDR bytes.
+//
+// [Search] finds the definitions of any other type where a ROS 2
+// installation keeps them: in the directories of RGAPS_INTERFACE_PATH, then
+// in <prefix>/share of every AMENT_PREFIX_PATH prefix ([SearchPath]), each
+// laid out as <pkg>/msg/<Name>.msg; the embedded definitions come last.
+// Files are read when a type is first needed.
 package interfaces

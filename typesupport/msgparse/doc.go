@@ -48,7 +48,8 @@
 // definition texts (added one by one or from an fs.FS laid out as
 // <pkg>/msg/<Name>.msg, such as an install prefix's share directory),
 // parses them on demand, caches the schemas, and reports definitions that
-// contain themselves.
+// contain themselves. A registry can also look definitions up when they are
+// first needed (SetLookup), such as in an installation's share directories.
 //
 // Every error is an *Error naming the file ("pkg/msg/Name.msg") and the
 // 1-based line.

@@ -2,6 +2,7 @@ package msgparse
 
 import (
 	"errors"
+	"io/fs"
 	"math"
 	"reflect"
 	"strings"
@@ -446,5 +447,42 @@ func TestRegistryConcurrent(t *testing.T) {
 		if m := <-done; m != first {
 			t.Error("different schemas for one type")
 		}
+	}
+}
+
+func TestRegistryLookup(t *testing.T) {
+	asked := map[string]int{}
+	r := NewRegistry()
+	r.AddMessage("pkg", "Added", "pkg/Looked inner\n")
+	r.SetLookup(func(kind, pkg, name string) (string, error) {
+		asked[kind+":"+pkg+"/"+name]++
+		switch pkg + "/" + name {
+		case "pkg/Looked":
+			return "int32 x\n", nil
+		case "pkg/Srv":
+			return "int32 a\n---\nint32 b\n", nil
+		case "pkg/Failing":
+			return "", errors.New("disk on fire")
+		}
+		return "", fs.ErrNotExist
+	})
+	m, err := r.Message("pkg/msg/Added")
+	if err != nil || m.Fields[0].Message.Fields[0].Name != "x" {
+		t.Fatalf("nested lookup: %v", err)
+	}
+	if _, err := r.Message("pkg/Looked"); err != nil {
+		t.Fatal(err)
+	}
+	if asked["msg:pkg/Looked"] != 1 || asked["msg:pkg/Added"] != 0 {
+		t.Errorf("asked %v: want the missing definition once, never an added one", asked)
+	}
+	if s, err := r.Service("pkg/srv/Srv"); err != nil || s.Request.Fields[0].Name != "a" || asked["srv:pkg/Srv"] != 1 {
+		t.Errorf("service lookup: %v, %v", s, err)
+	}
+	if _, err := r.Message("pkg/Missing"); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := r.Message("pkg/Failing"); err == nil || errors.Is(err, ErrUnknownType) || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("failing lookup: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package msgparse
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -22,7 +23,13 @@ type Registry struct {
 	msgs     map[string]*schema.Message
 	srvs     map[string]*schema.Service
 	inFlight map[string]bool // messages being parsed: a second visit is a cycle
+	lookup   LookupFunc      // definitions not added: nil, or where to find them
 }
+
+// LookupFunc returns the text of the definition of pkg/kind/name (kind
+// "msg" or "srv"), or an error wrapping fs.ErrNotExist when it has none.
+// Any other error is passed on to the caller of Message or Service.
+type LookupFunc func(kind, pkg, name string) (string, error)
 
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry {
@@ -50,6 +57,36 @@ func (r *Registry) AddService(pkg, name, src string) {
 	defer r.mu.Unlock()
 	r.srvSrc[pkg+"/"+name] = src
 	r.resetLocked()
+}
+
+// SetLookup makes the registry ask fn for every definition it was not
+// given (with AddMessage, AddService or AddFS) when a type, or a type
+// nested in it, is first needed; what fn returns is kept as if added.
+// Messages and Services list only what was added or already looked up.
+func (r *Registry) SetLookup(fn LookupFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lookup = fn
+}
+
+// sourceLocked returns the text of pkg/kind/name from src, or from the
+// lookup function (remembering it in src).
+func (r *Registry) sourceLocked(src map[string]string, kind, pkg, name string) (string, error) {
+	key := pkg + "/" + name
+	if s, ok := src[key]; ok {
+		return s, nil
+	}
+	if r.lookup != nil {
+		s, err := r.lookup(kind, pkg, name)
+		if err == nil {
+			src[key] = s
+			return s, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("msgparse: looking up %s/%s/%s: %w", pkg, kind, name, err)
+		}
+	}
+	return "", fmt.Errorf("msgparse: %w %s/%s/%s", ErrUnknownType, pkg, kind, name)
 }
 
 func (r *Registry) resetLocked() {
@@ -130,9 +167,9 @@ func (r *Registry) resolveLocked(pkg, name string) (*schema.Message, error) {
 	if m, ok := r.msgs[key]; ok {
 		return m, nil
 	}
-	src, ok := r.msgSrc[key]
-	if !ok {
-		return nil, fmt.Errorf("%w %s/msg/%s", ErrUnknownType, pkg, name)
+	src, err := r.sourceLocked(r.msgSrc, "msg", pkg, name)
+	if err != nil {
+		return nil, err
 	}
 	if r.inFlight[key] {
 		return nil, fmt.Errorf("%s/msg/%s contains itself", pkg, name)
@@ -167,9 +204,9 @@ func (r *Registry) Service(full string) (*schema.Service, error) {
 	if s, ok := r.srvs[key]; ok {
 		return s, nil
 	}
-	src, ok := r.srvSrc[key]
-	if !ok {
-		return nil, fmt.Errorf("msgparse: %w %s/srv/%s", ErrUnknownType, pkg, name)
+	src, err := r.sourceLocked(r.srvSrc, "srv", pkg, name)
+	if err != nil {
+		return nil, err
 	}
 	s, err := ParseService(pkg, name, src, lockedResolver{r})
 	if err != nil {

@@ -26,8 +26,11 @@
 // every TypeID). [New] builds a value with the definition's defaults;
 // [Struct.Get] and [Struct.Set] address fields by dotted path; [Equal]
 // compares; [Struct.Map] and [FromMap] convert to and from nested maps (for
-// JSON/YAML tools); [Format] and [Struct.String] print the YAML that
-// `ros2 topic echo` prints.
+// JSON/YAML tools); [Format] and [Struct.String] print the block YAML that
+// `ros2 topic echo` prints, and [Parse] reads the YAML flow syntax that
+// `ros2 topic pub` takes ("{header: {frame_id: cam}, data: [1, 2]}"): a
+// small, strict subset of YAML whose errors name the field
+// ([FieldError]) or the offset in the text ([SyntaxError]).
 //
 // # Codec
 //

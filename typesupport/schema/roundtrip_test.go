@@ -359,11 +359,11 @@ func TestFormat(t *testing.T) {
   stamp:
     sec: 3
     nanosec: 0
-  frame_id: 'it''s'
+  frame_id: it's
 height: 0
 width: 0
 fields:
-- name: 'x'
+- name: x
   offset: 0
   datatype: 7
   count: 0

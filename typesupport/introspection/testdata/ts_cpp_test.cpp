@@ -1,4 +1,4 @@
-// ts_cpp_test.cpp — tests of rmw/ts_cdr.c with C++ messages (std::string,
+// ts_cpp_test.cpp — tests of the introspection walkers (../ts_cdr.c) with C++ messages (std::string,
 // std::u16string, std::array, std::vector, std::vector<bool>) and
 // hand-written rosidl_typesupport_introspection_cpp tables with the
 // accessor functions rosidl generates (size, get_const, get, fetch, assign,

@@ -1,5 +1,5 @@
 /*
- * ts_c_test.c — tests of rmw/ts_cdr.c with C messages and hand-written
+ * ts_c_test.c — tests of the introspection walkers (../ts_cdr.c) with C messages and hand-written
  * rosidl_typesupport_introspection_c tables, laid out as rosidl_generator_c
  * and rosidl_typesupport_introspection_c generate them (init/fini functions,
  * {data, size, capacity} sequences, resize functions on some sequences and

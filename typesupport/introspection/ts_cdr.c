@@ -1,5 +1,5 @@
 /*
- * ts_cdr.c — see ts.h. Resolution of introspection type supports into a
+ * ts_cdr.c — see rgaps_ts.h. Resolution of introspection type supports into a
  * compact per-type description (cached), and the CDR writer and reader that
  * walk C or C++ message memory with it.
  *
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts.h"
+#include "rgaps_ts.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "rmw_rgaps type support assumes a little-endian host"

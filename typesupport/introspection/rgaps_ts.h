@@ -1,7 +1,10 @@
 /*
- * ts.h — message serialisation for the rmw_rgaps C library: ROS 2 messages
- * in C memory (rosidl_typesupport_introspection_c) or C++ memory
- * (rosidl_typesupport_introspection_cpp) to and from classic CDR.
+ * rgaps_ts.h — the introspection walkers of rmw_rgaps' type support: ROS 2
+ * messages in C memory (rosidl_typesupport_introspection_c) or C++ memory
+ * (rosidl_typesupport_introspection_cpp) to and from classic CDR. They live
+ * in typesupport/introspection (ts_cdr.c, ts_cxx.cpp), a cgo package the
+ * rmw library imports so that its C code (rmw.c) links them; nothing here
+ * knows the rmw, shared memory or the network.
  *
  * Wire format: XCDR1 as ROS 2's DDS middlewares write it, byte for byte what
  * the Go codec (typesupport/cdr, typesupport/schema) produces: the 4-byte
@@ -19,13 +22,13 @@
  * process ends; every function may be called from any thread. Errors are
  * described by rgaps_ts_last_error(), which is per thread.
  */
-#ifndef RGAPS_RMW_TS_H_
-#define RGAPS_RMW_TS_H_
+#ifndef RGAPS_TS_H_
+#define RGAPS_TS_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "include/rgaps_rosidl_abi.h"
+#include "rgaps_rosidl_abi.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,4 +107,4 @@ const char *rgaps_ts_last_error(void);
 }
 #endif
 
-#endif /* RGAPS_RMW_TS_H_ */
+#endif /* RGAPS_TS_H_ */

@@ -1,5 +1,5 @@
 /*
- * ts_test_util.h — what the C and C++ test programs of rmw/ts share: checks
+ * ts_test_util.h — what the C and C++ test programs of the walkers share: checks
  * that count failures, file I/O for the vectors exchanged with the Go test,
  * and the hostile-input checks that only need a type and valid bytes.
  */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ts.h"
+#include "../rgaps_ts.h"
 
 static int tu_failures;
 

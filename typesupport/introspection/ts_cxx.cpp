@@ -12,7 +12,7 @@
 #include <new>
 #include <string>
 
-#include "include/rgaps_rosidl_abi.h"
+#include "rgaps_rosidl_abi.h"
 
 #ifdef RGAPS_USE_ROS_HEADERS
 #include <rosidl_typesupport_introspection_cpp/message_introspection.hpp>
