@@ -364,7 +364,16 @@ func (d *Domain) cleanTopic(name string) (ent CleanEntry, ok bool) {
 		if terr = t.check(); terr != nil {
 			return
 		}
-		if _, terr = t.reclaimDead(); terr != nil {
+		var reclaimed int
+		if reclaimed, terr = t.reclaimDead(); terr != nil {
+			return
+		}
+		if reclaimed == 0 && youngSegment(name) {
+			// Its creator published it a moment ago and is claiming its
+			// first endpoint slot: removing it now would send the creator
+			// round again (and many processes starting at once, each
+			// cleaning at Open, could keep it from ever settling).
+			ent.Reason = "new, its first endpoint is being created"
 			return
 		}
 		before := topicState(t.state.Load())
@@ -383,6 +392,17 @@ func (d *Domain) cleanTopic(name string) (ent CleanEntry, ok bool) {
 		ent.Reason = terr.Error()
 	}
 	return ent, true
+}
+
+// cleanGrace is how long a topic segment without endpoints is left alone by
+// Clean unless a dead process's endpoint was just reclaimed from it.
+const cleanGrace = 10 * time.Second
+
+// youngSegment reports whether segment name was created (or last grew)
+// within cleanGrace.
+func youngSegment(name string) bool {
+	st, err := os.Stat(filepath.Join(shm.Dir, name))
+	return err == nil && time.Since(st.ModTime()) < cleanGrace
 }
 
 // removeDamaged removes the damaged segment name (refused with cause) when
