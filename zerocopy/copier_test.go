@@ -259,6 +259,7 @@ func TestGPUCopiersIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	flag, release := holdFlag(t, dev)
+	defer release() // before the deferred waits for held copies, on failure
 
 	if err := dev.Hold(flag, holdLimit, cb.stream); err != nil {
 		t.Fatal(err)
@@ -342,6 +343,7 @@ func TestGPUCopyInPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	flag, release := holdFlag(t, dev)
+	defer release() // before the deferred waits for held copies, on failure
 	if err := dev.Hold(flag, holdLimit, cb.stream); err != nil {
 		t.Fatal(err)
 	}
