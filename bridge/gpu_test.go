@@ -9,25 +9,46 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-// requireGPU skips without a GPU (fails with RGAPS_REQUIRE_GPU=1).
-func requireGPU(t *testing.T, d *zerocopy.Domain) *cuda.Device {
+// requireGPU skips without a GPU (fails with RGAPS_REQUIRE_GPU=1) and
+// returns a copier of d, closed at cleanup: the tests move bytes between
+// host and device memory through the engine, as the bridge does.
+func requireGPU(t *testing.T, d *zerocopy.Domain) *zerocopy.Copier {
 	t.Helper()
-	dev, err := d.GPU()
+	cp, err := d.NewCopier()
 	testutil.SkipWithoutGPU(t, err, zerocopy.ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.AllowCurrentFDs()
+	t.Cleanup(func() { cp.Close() })
 	t.Setenv("RGAPS_DAEMON", os.Args[0])
 	t.Setenv("RGAPS_DAEMON_IDLE", "2s")
-	return dev
+	return cp
+}
+
+// hostBuffer maps n bytes outside the Go heap (what a copier's host side
+// must be), pinned for d's GPU, both undone at cleanup.
+func hostBuffer(t *testing.T, d *zerocopy.Domain, n int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	unpin, err := d.PinHost(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unpin() })
+	return b
 }
 
 // A GPU publisher on host a, a GPU subscriber on host b: host a's bridge
@@ -39,10 +60,10 @@ func requireGPU(t *testing.T, d *zerocopy.Domain) *cuda.Device {
 // records: more chunks than staging slots), each byte checked.
 func TestGPUAcrossHosts(t *testing.T) {
 	a, b := pair(t, "fabric:tcp", func(o *Options) { o.RingSize = 32 << 20; o.Engine.PoolSize = 256 << 20 })
-	dev := requireGPU(t, b.Domain())
-	if _, err := a.Domain().GPU(); err != nil {
-		t.Fatal(err)
-	}
+	cpb := requireGPU(t, b.Domain())
+	cpa := requireGPU(t, a.Domain())
+	const most = 64 << 20
+	bufa, bufb := hostBuffer(t, a.Domain(), most), hostBuffer(t, b.Domain(), most)
 	q := reliable()
 	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/gpu/frames", Type: "sensor_msgs/msg/Image", Node: "/l", QoS: q, Memory: zerocopy.MemoryGPU})
 	if err != nil {
@@ -61,14 +82,11 @@ func TestGPUAcrossHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := l.DevicePtr()
-		if err != nil {
+		copy(bufa, stagedMsg(i, n))
+		if _, err := cpa.CopyIn(l, 0, bufa[:n]); err != nil {
 			t.Fatal(err)
 		}
-		if err := dev.MemcpyHtoD(p, stagedMsg(i, n)); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Publish(); err != nil {
+		if err := l.Publish(); err != nil { // waits for the copy: bufa is free again
 			t.Fatal(err)
 		}
 	}
@@ -77,12 +95,15 @@ func TestGPUAcrossHosts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
-		p, err := smp.DevicePtr()
+		if smp.Bytes() != nil {
+			t.Fatalf("message %d: a GPU reader's sample has host bytes (a host copy was made)", i)
+		}
+		got := bufb[:smp.Size()]
+		c, err := cpb.StageOut(got, smp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]byte, smp.Size())
-		if err := dev.MemcpyDtoH(got, p); err != nil {
+		if err := c.Wait(); err != nil {
 			t.Fatal(err)
 		}
 		smp.Return()

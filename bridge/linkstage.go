@@ -5,7 +5,6 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -16,9 +15,10 @@ import (
 // itself, record by record: the payload of each record is copied from the
 // sample's device memory (at the chunk's offset) into one of K slots of
 // registered, pinned host memory with an asynchronous device-to-host copy
-// on the link's stream, followed by the slot's event; the record is
-// posted (header, then the payload from the slot) once that event is done,
-// in ring order. So the copy of chunk k+1 runs while chunk k is on the
+// queued on the link's engine copier (zerocopy.Copier.StageOut: the engine
+// owns the stream and the events); the record is posted (header, then the
+// payload from the slot) once that copy's completion is done, in ring
+// order. So the copy of chunk k+1 runs while chunk k is on the
 // wire (and the reader places chunk k−1). Slots are handed out in ring
 // order; a slot is reused only after the write posted from it completed
 // locally (the endpoint's completions reached its writes count at post
@@ -64,7 +64,7 @@ type staging struct {
 }
 
 // stageCopier queues copies of sample payload bytes into staging slots and
-// reports when they are done: the GPU's (cudaCopier) or a test's.
+// reports when they are done: the engine's (engineCopier) or a test's.
 type stageCopier interface {
 	// start queues the copy of len(dst) bytes at offset off of smp's
 	// payload into dst, slot i's memory, and marks slot i behind it.
@@ -127,26 +127,17 @@ func (l *writerLink) ensureStaging() error {
 	if stageHook != nil {
 		st.cp = stageHook(int(k))
 	} else {
-		dev, err := l.b.dom.GPU()
+		cp, err := l.b.dom.NewCopier()
 		if err != nil {
 			reg.Close()
 			return err
 		}
-		if err := dev.HostRegister(mem[:k*size], cuda.HostRegisterPortable); err != nil {
+		if unpin, err := l.b.dom.PinHost(mem[:k*size]); err != nil {
 			l.b.log.Warn("staging memory not pinned: device copies run at pageable speed", "peer", l.host, "ring", l.id, "err", err)
 		} else {
-			b := mem[:k*size]
-			st.unpin = func() error { return dev.HostUnregister(b) }
+			st.unpin = unpin
 		}
-		cp, err := newCudaCopier(dev, int(k))
-		if err != nil {
-			if st.unpin != nil {
-				st.unpin()
-			}
-			reg.Close()
-			return err
-		}
-		st.cp = cp
+		st.cp = &engineCopier{cp: cp, slots: make([]*zerocopy.Completion, k)}
 	}
 	l.stg = st
 	l.b.log.Info("staging device payloads", "peer", l.host, "ring", l.id, "slots", k, "slot_bytes", size)
@@ -276,52 +267,40 @@ func (l *writerLink) unstage() {
 	}
 }
 
-// cudaCopier copies device payloads to staging slots on its own stream,
-// with an event per slot.
-type cudaCopier struct {
-	dev    *cuda.Device
-	stream *cuda.Stream
-	events []*cuda.Event
+// engineCopier stages payloads with the engine's copier, keeping each
+// slot's latest completion.
+type engineCopier struct {
+	cp    *zerocopy.Copier
+	slots []*zerocopy.Completion
 }
 
-func newCudaCopier(dev *cuda.Device, slots int) (*cudaCopier, error) {
-	s, err := dev.NewStream()
+func (c *engineCopier) start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error {
+	x, err := c.cp.StageOut(dst, smp, int(off))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := &cudaCopier{dev: dev, stream: s}
-	for range slots {
-		ev, err := dev.NewEvent()
-		if err != nil {
-			c.close()
-			return nil, err
-		}
-		c.events = append(c.events, ev)
-	}
-	return c, nil
+	c.slots[i] = x
+	return nil
 }
 
-func (c *cudaCopier) start(i int, dst []byte, smp *zerocopy.Sample, off uint64) error {
-	if len(dst) > 0 {
-		p, err := smp.DevicePtr()
-		if err != nil {
-			return err
-		}
-		if err := c.dev.MemcpyDtoHAsync(dst, p+zerocopy.DevicePtr(off), c.stream); err != nil {
-			return err
-		}
+func (c *engineCopier) done(i int) (bool, error) {
+	x := c.slots[i]
+	if !x.Done() {
+		return false, nil
 	}
-	return c.events[i].Record(c.stream)
+	return true, x.Wait()
 }
 
-func (c *cudaCopier) done(i int) (bool, error) { return c.events[i].Done() }
-
-func (c *cudaCopier) wait() error { return c.stream.Synchronize() }
-
-func (c *cudaCopier) close() {
-	c.stream.Synchronize()
-	for _, ev := range c.events {
-		ev.Destroy()
+// wait waits for the copies of every slot: a copier's copies complete in
+// order, but the slots' latest are not the last queued in slot order.
+func (c *engineCopier) wait() error {
+	var first error
+	for _, x := range c.slots {
+		if err := x.Wait(); err != nil && first == nil {
+			first = err
+		}
 	}
-	c.stream.Destroy()
+	return first
 }
+
+func (c *engineCopier) close() { c.cp.Close() }

@@ -9,7 +9,6 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -49,9 +48,7 @@ type readerLink struct {
 	wbPending   bool
 	wbPosted    uint64 // transport writes posted when the last write-back went out
 	placing     []placing
-	dev         *cuda.Device
-	stream      *cuda.Stream  // asynchronous copies into device loans
-	events      []*cuda.Event // free events
+	cp          *zerocopy.Copier // asynchronous copies into device loans; made on first need
 }
 
 // readerPoll pauses a reader that found nothing: it polls hot for a
@@ -384,16 +381,16 @@ type placing struct {
 	rec  ring.Record
 	dup  bool
 	t    *inTopic
-	ev   *cuda.Event // the asynchronous host-to-device copy; nil: done
-	last bool        // completes its message
-	size uint64      // the message's size, when last
+	c    *zerocopy.Completion // the asynchronous host-to-device copy; nil: none
+	last bool                 // completes its message
+	size uint64               // the message's size, when last
 	loan *zerocopy.Loan
 	drop bool // the message is dropped (no loan)
 }
 
 // deliver starts placing one record: a host loan gets a plain copy, a
-// device loan an asynchronous host-to-device copy on the link's stream,
-// so the transport keeps moving the next records meanwhile (finish
+// device loan an asynchronous host-to-device copy on the link's engine
+// copier, so the transport keeps moving the next records meanwhile (finish
 // consumes them when their copies completed). It returns false (nothing
 // started) when the record's topic is not known yet: the topic map travels
 // on the control connection and may come after the data.
@@ -451,37 +448,23 @@ func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
 	return true, nil
 }
 
-// copyAsync queues the copy of src to the device loan at off on the
-// link's stream and records an event after it.
+// copyAsync queues the copy of src (ring memory, pinned when there is a
+// GPU) to the device loan at off on the link's copier. The loan keeps the
+// completion too: publishing it waits for its own copies, not for the
+// other links'.
 func (l *readerLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placing) error {
-	if l.stream == nil {
-		dev, err := l.b.dom.GPU()
+	if l.cp == nil {
+		cp, err := l.b.dom.NewCopier()
 		if err != nil {
 			return err
 		}
-		if l.stream, err = dev.NewStream(); err != nil {
-			return err
-		}
-		l.dev = dev
+		l.cp = cp
 	}
-	ptr, err := ln.DevicePtr()
+	c, err := l.cp.CopyIn(ln, int(off), src)
 	if err != nil {
 		return err
 	}
-	if err := l.dev.MemcpyHtoDAsync(ptr+zerocopy.DevicePtr(off), src, l.stream); err != nil {
-		return err
-	}
-	var ev *cuda.Event
-	if n := len(l.events); n > 0 {
-		ev, l.events = l.events[n-1], l.events[:n-1]
-	} else if ev, err = l.dev.NewEvent(); err != nil {
-		return err
-	}
-	if err := ev.Record(l.stream); err != nil {
-		l.events = append(l.events, ev)
-		return err
-	}
-	p.ev = ev
+	p.c = c
 	return nil
 }
 
@@ -494,20 +477,14 @@ func (l *readerLink) finish(wait bool) error {
 	k := 0
 	for ; k < len(l.placing); k++ {
 		p := &l.placing[k]
-		if p.ev != nil {
-			done, err := p.ev.Done()
-			if err == nil && !done && wait {
-				err = p.ev.Synchronize()
-				done = err == nil
-			}
-			if err != nil {
-				return err
-			}
-			if !done {
+		if p.c != nil {
+			if !p.c.Done() && !wait {
 				break
 			}
-			l.events = append(l.events, p.ev)
-			p.ev = nil
+			if err := p.c.Wait(); err != nil {
+				return err
+			}
+			p.c = nil
 		}
 		if p.last {
 			l.publish(p)
@@ -614,21 +591,18 @@ func (l *readerLink) close(from linkState) {
 	if from == linkOffered {
 		l.ln.Close()
 	}
-	for i := range l.placing {
-		p := &l.placing[i]
-		if p.ev != nil {
-			p.ev.Synchronize()
-			p.ev.Destroy()
+	if l.cp != nil {
+		// Every copy ends before the loans it writes go back (Discard
+		// would wait for them one by one otherwise; the publishers' Close
+		// would not).
+		if err := l.cp.Close(); err != nil {
+			l.b.log.Error("waiting for placement copies", "peer", l.host, "ring", l.id, "err", err)
 		}
-		if p.loan != nil {
+	}
+	for i := range l.placing {
+		if p := &l.placing[i]; p.loan != nil {
 			p.loan.Discard()
 		}
-	}
-	for _, ev := range l.events {
-		ev.Destroy()
-	}
-	if l.stream != nil {
-		l.stream.Destroy()
 	}
 	for _, t := range l.pubs {
 		if t.loan != nil {

@@ -156,6 +156,8 @@ var layerRules = []layerRule{
 		why: "the bridge forwards bytes for every front end alike and is run by rgapsd, not the other way round"},
 	{from: "bridge/...", deny: append([]string{"typesupport/...", "bench/..."}, frontEnds...), withTests: true,
 		why: "the bridge's tests drive it through the engine, not through a front end"},
+	{from: "bridge/...", deny: []string{"internal/cuda"}, withTests: true,
+		why: "the engine owns CUDA: the bridge moves device data through zerocopy.Copier and runs no streams or events of its own"},
 	{from: "rgapsd", deny: []string{"rmw/...", "cmd/...", "bench/...", "typesupport/...", ""}, withTests: true,
 		why: "the daemon serves every front end alike"},
 }

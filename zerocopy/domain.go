@@ -33,7 +33,11 @@ type Domain struct {
 	done chan struct{}
 
 	gpuState gpuState
-	gpuMu    sync.Mutex // guards gpuState.client
+	gpuMu    sync.Mutex // guards gpuState.client, copiers and formCopier
+	copiers  map[*Copier]bool
+	// formCopier is the engine's own copier, for the copies between a GPU
+	// sample's two forms (copyForm); made on first need.
+	formCopier *Copier
 }
 
 // Open joins the domain cfg.Domain on this host. Nothing is started that
@@ -76,6 +80,7 @@ func (d *Domain) Close() error {
 	d.topics = nil
 	d.mu.Unlock()
 	d.graph.close()
+	d.closeCopiers()
 	d.closeGPU()
 	if len(open) > 0 {
 		return fmt.Errorf("domain closed with endpoints still open on %v", open)

@@ -212,13 +212,14 @@ func (t *Topic) missingForm(n uint32, peers map[GID]peerInfo) (dev bool, missing
 
 // copyForm fills sample n's block of one form (device when toDev) from its
 // other form. The host pool is registered with CUDA first, so the copy runs
-// at pinned speed straight into (or out of) shared memory.
+// at pinned speed straight into (or out of) shared memory. It runs on the
+// engine's own copier and waits for that copy alone: not for the context,
+// where the bridge's copiers (and the application's kernels) are busy.
 // underLock says the caller holds the topic lock: then only what is set up
 // already may be used (no CUDA start-up or daemon round trip while other
 // processes wait for the lock).
 func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
-	dev, err := t.d.GPU()
-	if err != nil {
+	if _, err := t.d.GPU(); err != nil {
 		return err
 	}
 	if underLock && !t.gpuPrepared() {
@@ -238,15 +239,44 @@ func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 		return fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offsets %d/%d", ErrCorrupt, t.name, n, size, hoff, doff)
 	}
 	host := t.pool[hoff : hoff+size : hoff+size]
-	if toDev {
-		err = dev.MemcpyHtoD(base+DevicePtr(doff), host)
-	} else {
-		err = dev.MemcpyDtoH(host, base+DevicePtr(doff))
+	cp, err := t.d.ownCopier()
+	if err != nil {
+		return err
 	}
-	if err == nil {
-		err = dev.CtxSynchronize()
+	x, err := cp.queue(func(dev *cuda.Device, s *cuda.Stream) error {
+		if toDev {
+			return dev.MemcpyHtoDAsync(base+DevicePtr(doff), host, s)
+		}
+		return dev.MemcpyDtoHAsync(host, base+DevicePtr(doff), s)
+	})
+	if err != nil {
+		return err
 	}
-	return err
+	return x.Wait()
+}
+
+// ownCopier is the engine's copier (copyForm), made on first use.
+func (d *Domain) ownCopier() (*Copier, error) {
+	d.gpuMu.Lock()
+	c := d.formCopier
+	d.gpuMu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := d.NewCopier()
+	if err != nil {
+		return nil, err
+	}
+	d.gpuMu.Lock()
+	if d.formCopier == nil {
+		d.formCopier, c = c, nil
+	}
+	own := d.formCopier
+	d.gpuMu.Unlock()
+	if c != nil {
+		c.Close() // another goroutine made one meanwhile
+	}
+	return own, nil
 }
 
 // PinHost page-locks b (memory mapped outside the Go heap, such as a

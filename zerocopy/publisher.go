@@ -29,6 +29,14 @@ type Loan struct {
 	// origin, when set (PublishAs), replaces the publisher's timestamp and
 	// GID in the published sample.
 	origin *Origin
+	// copies are the copier copies into the block not known to be done
+	// (the latest of each copier): Publish and Discard wait for them.
+	copies []*Completion
+	// untracked: the block may have device writes the engine cannot wait
+	// for one by one (its device address was handed out, or a synchronous
+	// or device-to-device copy went into it): Publish synchronises the
+	// context.
+	untracked bool
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -38,8 +46,12 @@ func (l *Loan) Bytes() []byte { return l.data }
 // DevicePtr is the loan's device address: a block of the topic's GPU pool
 // (LoanDevice on a GPU topic), or the mapped address of a host block, which
 // kernels can write over PCIe. Valid in this process's context of
-// Config.Device until Publish or Discard.
+// Config.Device until Publish or Discard. Once it was asked for, Publish
+// waits for all the device work of this process (cuCtxSynchronize): it
+// cannot know which work writes the loan. A loan filled by a Copier only
+// waits for the copier's completions.
 func (l *Loan) DevicePtr() (DevicePtr, error) {
+	l.untracked = true
 	if l.ptr != 0 {
 		return l.ptr, nil
 	}
@@ -121,10 +133,9 @@ func (p *Publisher) Loan(size int) (*Loan, error) {
 
 // LoanDevice lends size bytes of device memory: a block of the topic's GPU
 // pool, or on a host topic a host block the device can write through its
-// mapped address. Fill it with kernels or copies, then Publish: Publish
-// waits for the work this process queued on the device (cuCtxSynchronize),
-// so no subscriber sees the data before the writes completed. Without a
-// GPU it returns an error wrapping ErrNotSupported.
+// mapped address. Fill it with kernels (DevicePtr) or a Copier, then
+// Publish: no subscriber sees the data before the writes completed (see
+// Publish). Without a GPU it returns an error wrapping ErrNotSupported.
 func (p *Publisher) LoanDevice(size int) (*Loan, error) {
 	if !p.enter() {
 		return nil, ErrClosed
@@ -165,7 +176,7 @@ func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
 	}
 	dev, _ := p.t.d.GPU()
 	dst, _ := l.devicePtr()
-	l.done = true
+	l.done, l.untracked = true, true // the copy is asynchronous
 	if err := dev.MemcpyDtoD(dst, src, uint64(size)); err != nil {
 		p.dropLoan(l.n)
 		return fmt.Errorf("copying into the loan: %w", err)
@@ -225,7 +236,8 @@ func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
 	}
 }
 
-// Discard returns an unpublished loan to the pool.
+// Discard returns an unpublished loan to the pool, once the copier copies
+// into it are done.
 func (l *Loan) Discard() (err error) {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
@@ -235,6 +247,11 @@ func (l *Loan) Discard() (err error) {
 		return ErrClosed // Close gave every loan back already
 	}
 	defer l.p.exit()
+	werr := waitAll(l.copies) // a copy still running must not land in the block's next user
+	l.copies = nil
+	if werr != nil {
+		defer func() { err = errors.Join(werr, err) }()
+	}
 	t := l.p.t
 	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
@@ -252,6 +269,14 @@ func (l *Loan) Discard() (err error) {
 // consumed whatever the result. A RELIABLE publisher with a matched
 // reliable KEEP_ALL subscription whose queue is full waits up to
 // BlockTimeout and then returns ErrQueueFull; nothing is delivered then.
+//
+// The sample is queued only once the device writes into the loan
+// completed: the copies of Copiers into it, waited for by their own
+// completions, and, if the loan's device address was handed out
+// (DevicePtr) or a synchronous or device-to-device copy went into it
+// (CopyIn on a device loan, PublishFrom), all the device work of this
+// process (cuCtxSynchronize). A loan filled by Copiers alone never waits
+// for the rest of the device.
 func (l *Loan) Publish() error {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
@@ -266,14 +291,17 @@ func (l *Loan) Publish() error {
 
 // publishEntered publishes a loan already marked done; the caller entered.
 func (l *Loan) publishEntered() error {
-	if l.dev || l.ptr != 0 {
-		// The device may still be writing: the data must be complete before
-		// any subscriber can see the sample.
+	// The device may still be writing: the data must be complete before
+	// any subscriber can see the sample.
+	err := waitAll(l.copies)
+	l.copies = nil
+	if err == nil && l.untracked {
 		dev, _ := l.p.t.d.GPU()
-		if err := dev.CtxSynchronize(); err != nil {
-			l.p.dropLoan(l.n)
-			return fmt.Errorf("waiting for the device writes: %w", err)
-		}
+		err = dev.CtxSynchronize()
+	}
+	if err != nil {
+		l.p.dropLoan(l.n)
+		return fmt.Errorf("waiting for the device writes: %w", err)
 	}
 	return l.p.publish(l.n, l.origin)
 }
@@ -287,7 +315,8 @@ type Origin struct {
 	GID       GID
 }
 
-// PublishAs publishes the loan like Publish, stamped with o.
+// PublishAs publishes the loan like Publish (waiting for the same
+// device writes, and no others), stamped with o.
 func (l *Loan) PublishAs(o Origin) error {
 	l.origin = &o
 	return l.Publish()
@@ -295,9 +324,10 @@ func (l *Loan) PublishAs(o Origin) error {
 
 // CopyIn copies src into the loan at byte offset off: a plain copy for a
 // host loan, a host-to-device copy for a device loan (synchronous: src may
-// be reused when it returns). For writers whose data is in host memory
-// but whose loan may be on the GPU (the bridge placing a message that came
-// from another host into the topic's pool).
+// be reused when it returns; Publish then synchronises the context, as the
+// DMA from pageable memory may still run). For writers whose data is in
+// host memory but whose loan may be on the GPU; Copier.CopyIn is the
+// asynchronous form (the bridge placing messages from another host).
 func (l *Loan) CopyIn(off int, src []byte) error {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
@@ -320,6 +350,7 @@ func (l *Loan) CopyIn(off int, src []byte) error {
 	if err != nil {
 		return err
 	}
+	l.untracked = true
 	return dev.MemcpyHtoD(l.ptr+DevicePtr(off), src)
 }
 

@@ -1,6 +1,7 @@
 package zerocopy
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -27,6 +28,9 @@ type Sample struct {
 	hasHost bool
 	info    MessageInfo
 	done    bool
+	// copies are the copier copies out of the block not known to be done
+	// (the latest of each copier): Return waits for them.
+	copies []*Completion
 }
 
 // MessageInfo is what rmw_message_info_t carries.
@@ -51,7 +55,7 @@ func (s *Sample) Size() int { return int(s.size) }
 // context of Config.Device until Return: a block of the topic's GPU pool,
 // or on a host topic the mapped address of the host block (kernels read it
 // in place over PCIe). The subscriber never sees a sample before the
-// publisher's device writes completed (Loan.Publish synchronises first).
+// publisher's device writes completed (Loan.Publish waits for them first).
 func (s *Sample) DevicePtr() (DevicePtr, error) {
 	if s.done {
 		return 0, fmt.Errorf("%w: sample already returned", ErrInvalid)
@@ -203,8 +207,9 @@ func (s *Subscription) take() (_ *Sample, err error) {
 // that samples are sent from where they lie. Valid until Close.
 func (s *Subscription) HostPool() []byte { return s.t.rpool }
 
-// Return gives the sample back; its block is freed when no other
-// subscription holds or queues it.
+// Return gives the sample back, once the copier copies out of it
+// (StageOut) are done; its block is freed when no other subscription holds
+// or queues it.
 func (smp *Sample) Return() (err error) {
 	if smp.done {
 		return fmt.Errorf("%w: sample already returned", ErrInvalid)
@@ -215,6 +220,11 @@ func (smp *Sample) Return() (err error) {
 		return ErrClosed // Close released every taken sample already
 	}
 	defer smp.s.exit()
+	werr := waitAll(smp.copies) // a copy still reading the block
+	smp.copies = nil
+	if werr != nil {
+		defer func() { err = errors.Join(werr, err) }()
+	}
 	t := smp.s.t
 	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {

@@ -277,7 +277,7 @@ func TestPackArgs(t *testing.T) {
 }
 
 func TestPTXDeclaresTheKernels(t *testing.T) {
-	for _, want := range []string{".version 6.0", ".target sm_52", ".address_size 64", ".entry fill_pattern(", ".entry checksum("} {
+	for _, want := range []string{".version 6.0", ".target sm_52", ".address_size 64", ".entry fill_pattern(", ".entry checksum(", ".entry hold("} {
 		if !strings.Contains(KernelsPTX, want) {
 			t.Errorf("KernelsPTX lacks %q", want)
 		}
@@ -871,5 +871,69 @@ func BenchmarkChecksum64MiB(b *testing.B) {
 		if _, err := d.Checksum(p, n); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// holdFlag maps a host word the hold kernel reads, and returns it with
+// its device address and the function that sets it (releasing the held
+// stream); the release also runs at cleanup, before anything that would
+// wait for the held stream.
+func holdFlag(t *testing.T, d *Device) (DevicePtr, func()) {
+	t.Helper()
+	flag := mmapShared(t, 4096)
+	must(t, d.HostRegister(flag, HostRegisterPortable|HostRegisterDeviceMap))
+	t.Cleanup(func() { must(t, d.HostUnregister(flag)) })
+	p, err := d.HostDevicePointer(flag)
+	must(t, err)
+	release := func() { flag[0] = 1 }
+	t.Cleanup(func() {
+		release()
+		d.CtxSynchronize() // the kernel has seen the word before it is unregistered
+	})
+	return p, release
+}
+
+// A non-blocking stream's copies complete while the legacy default
+// stream is held back by the hold kernel (a blocking stream's would wait
+// behind it), and the copies give the right bytes.
+func TestNonBlockingStream(t *testing.T) {
+	d := requireGPU(t)
+	const n = 1 << 20
+	in, out := mmapShared(t, n), mmapShared(t, n)
+	for _, b := range [][]byte{in, out} {
+		must(t, d.HostRegister(b, HostRegisterPortable))
+		t.Cleanup(func() { must(t, d.HostUnregister(b)) })
+	}
+	FillPatternHost(in, 9)
+	p, err := d.Alloc(n)
+	must(t, err)
+	t.Cleanup(func() { must(t, d.Free(p)) })
+	s, err := d.NewNonBlockingStream()
+	must(t, err)
+	t.Cleanup(func() { must(t, s.Destroy()) })
+	held, err := d.NewEvent()
+	must(t, err)
+	t.Cleanup(func() { held.Destroy() })
+	copied, err := d.NewEvent()
+	must(t, err)
+	t.Cleanup(func() { copied.Destroy() })
+	if _, err := d.Checksum(p, 1); err != nil { // loads the kernels before anything is held
+		t.Fatal(err)
+	}
+	flag, release := holdFlag(t, d)
+
+	must(t, d.Hold(flag, time.Minute, nil))
+	must(t, held.Record(nil))
+	must(t, d.MemcpyHtoDAsync(p, in, s))
+	must(t, d.MemcpyDtoHAsync(out, p, s))
+	must(t, copied.Record(s))
+	must(t, copied.Synchronize())
+	if done, err := held.Done(); err != nil || done {
+		t.Fatalf("the held legacy stream is done (%v, %v): the hold kernel did not hold", done, err)
+	}
+	release()
+	must(t, held.Synchronize())
+	if !bytes.Equal(in, out) {
+		t.Fatal("copies on a non-blocking stream gave the wrong bytes")
 	}
 }

@@ -8,8 +8,10 @@
 // device memory, copies, streams and events; page-locking host memory that
 // is already mapped (shared-memory segments); legacy IPC handles; VMM
 // allocations exported and imported as POSIX file descriptors; PTX modules
-// and kernel launches; two built-in kernels (fill_pattern, checksum) with
-// CPU reference implementations; and copy-bandwidth measurement for
+// and kernel launches; built-in kernels (fill_pattern and checksum, with
+// CPU reference implementations, and hold, which holds a stream back
+// until a host word is set, for tests of stream independence);
+// non-blocking streams; and copy-bandwidth measurement for
 // `rgaps-bench gpu`. It must not know about topics, pools or formats.
 //
 // # Loading

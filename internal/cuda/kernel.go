@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 )
 
 // Module is PTX (or a cubin) loaded into a device's context.
@@ -141,6 +142,10 @@ func (f *Function) Launch(grid, block [3]uint32, sharedMem uint32, stream *Strea
 // then a warp shuffle reduction and one atom.global.add.u64 per warp. Its
 // block size must be a multiple of 32 (full warps).
 //
+// hold(const volatile u32 *flag, u64 limit): one thread that spins until
+// *flag is not zero or limit nanoseconds of %globaltimer passed (a safety
+// bound, so that a test that fails to set the flag cannot wedge the GPU).
+//
 // FillPatternHost and ChecksumHost compute the same values on the CPU.
 const KernelsPTX = `
 .version 6.0
@@ -258,6 +263,31 @@ SUM_DONE:
 SUM_END:
 	ret;
 }
+
+.visible .entry hold(
+	.param .u64 hold_param_flag,
+	.param .u64 hold_param_limit
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<5>;
+
+	ld.param.u64 	%rd1, [hold_param_flag];
+	ld.param.u64 	%rd2, [hold_param_limit];
+	cvta.to.global.u64 	%rd1, %rd1;
+	mov.u64 	%rd3, %globaltimer;
+	add.u64 	%rd3, %rd3, %rd2;
+HOLD_LOOP:
+	ld.volatile.global.u32 	%r1, [%rd1];
+	setp.ne.u32 	%p1, %r1, 0;
+	@%p1 bra 	HOLD_DONE;
+	mov.u64 	%rd4, %globaltimer;
+	setp.lt.u64 	%p2, %rd4, %rd3;
+	@%p2 bra 	HOLD_LOOP;
+HOLD_DONE:
+	ret;
+}
 `
 
 // FillPatternHost writes the fill_pattern kernel's values into b.
@@ -286,8 +316,8 @@ func ChecksumHost(b []byte) uint64 {
 
 // builtin holds a device's loaded built-in kernels.
 type builtin struct {
-	mod            uintptr
-	fill, checksum *Function
+	mod                  uintptr
+	fill, checksum, hold *Function
 }
 
 const (
@@ -315,13 +345,14 @@ func (d *Device) kernels() (*builtin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading built-in kernels: %w", err)
 	}
-	fill, err := m.Function("fill_pattern")
-	if err == nil {
-		var sum *Function
-		if sum, err = m.Function("checksum"); err == nil {
-			// The module is owned by the Device from here on (Close unloads it).
-			d.kern = &builtin{mod: m.h, fill: fill, checksum: sum}
-			return d.kern, nil
+	k := &builtin{mod: m.h}
+	if k.fill, err = m.Function("fill_pattern"); err == nil {
+		if k.checksum, err = m.Function("checksum"); err == nil {
+			if k.hold, err = m.Function("hold"); err == nil {
+				// The module is owned by the Device from here on (Close unloads it).
+				d.kern = k
+				return d.kern, nil
+			}
 		}
 	}
 	m.Unload()
@@ -343,6 +374,26 @@ func (d *Device) FillPattern(p DevicePtr, n uint64, seed uint32, s *Stream) erro
 		return err
 	}
 	return k.fill.Launch(gridFor(n), [3]uint32{builtinBlock, 1, 1}, 0, s, p, n, seed)
+}
+
+// Hold queues the hold kernel on s (one thread): it runs until the 32-bit
+// word at flag is not zero, or limit has passed (a safety bound), so that
+// whatever is queued on s after it waits for the word. flag is mapped host
+// memory (HostDevicePointer), which the host sets when the stream may go
+// on. It is for tests that must hold a stream back without relying on
+// timing: what they queue elsewhere must complete meanwhile. Nothing that
+// synchronises the device (Free, CtxSynchronize, a synchronous copy on a
+// blocking stream behind s) may wait for s before the word is set.
+func (d *Device) Hold(flag DevicePtr, limit time.Duration, s *Stream) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.exit()
+	k, err := d.kernels()
+	if err != nil {
+		return err
+	}
+	return k.hold.Launch([3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, flag, uint64(limit))
 }
 
 // Checksum runs the checksum kernel over n bytes at p (device memory, or

@@ -18,9 +18,22 @@ type Stream struct {
 }
 
 // NewStream creates a stream in d's context.
-func (d *Device) NewStream() (s *Stream, err error) {
+func (d *Device) NewStream() (s *Stream, err error) { return d.newStream(0) }
+
+// streamNonBlocking is CU_STREAM_NON_BLOCKING.
+const streamNonBlocking = 1
+
+// NewNonBlockingStream creates a stream that does not synchronise with the
+// legacy default stream (CU_STREAM_NON_BLOCKING): its work neither waits
+// for the synchronous copies, MemsetD8 and Checksum of this context nor
+// holds them up. It is for a user whose copies must depend on nothing but
+// its own earlier work, and it must order itself against anything else
+// (events).
+func (d *Device) NewNonBlockingStream() (s *Stream, err error) { return d.newStream(streamNonBlocking) }
+
+func (d *Device) newStream(flags uint32) (s *Stream, err error) {
 	err = d.call(func(ctx uintptr) error {
-		h, err := cuStreamCreate(ctx, 0)
+		h, err := cuStreamCreate(ctx, flags)
 		if err != nil {
 			return err
 		}
