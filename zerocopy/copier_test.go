@@ -150,6 +150,7 @@ func TestCopierHostFallbacks(t *testing.T) {
 // A GPU topic's host loan (the staging pool) takes plain copies too, and
 // its host readers get the bytes.
 func TestCopierHostLoanOfGPUTopic(t *testing.T) {
+	useTestDaemon(t) // a GPU topic: where there is a GPU, it starts the daemon
 	d := openDomain(t, nil)
 	c := &Copier{d: d}
 	defer c.Close()

@@ -122,10 +122,16 @@ func requireGPU(t testing.TB, d *Domain) *cuda.Device {
 		t.Fatal(err)
 	}
 	testutil.AllowCurrentFDs() // the driver's own, for the process's life
-	// Children and the daemon are this test binary (testutil.Daemon).
+	useTestDaemon(t)
+	return dev
+}
+
+// useTestDaemon makes a GPU topic that a test opens start this test binary
+// as its daemon (testutil.Daemon), idling out soon after the test, so that
+// no daemon (and no goroutine reaping it) outlives the run.
+func useTestDaemon(t testing.TB) {
 	t.Setenv("RGAPS_DAEMON", os.Args[0])
 	t.Setenv("RGAPS_DAEMON_IDLE", "2s")
-	return dev
 }
 
 // Without a GPU, device loans fail with a typed error, and a GPU topic with
