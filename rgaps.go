@@ -291,8 +291,10 @@ func (n *Node) Close() error {
 	return errors.Join(errs...)
 }
 
-// Nodes lists the nodes of the domain on this host.
-func (c *Context) Nodes() []NodeInfo { return c.d.Nodes() }
+// Nodes lists the nodes of the domain on this host. It fails with
+// zerocopy.ErrCorrupt when it finds the domain's graph segment damaged (the segment
+// is then replaced: a retry works).
+func (c *Context) Nodes() ([]NodeInfo, error) { return c.d.Nodes() }
 
 // Topics lists topics with live endpoints and their types.
 func (c *Context) Topics() ([]TopicInfo, error) { return c.d.Topics() }

@@ -351,7 +351,12 @@ func (b *Bridge) refreshLocal() {
 	interest := map[string]topicInterest{}
 	pubs := map[string]pubSummary{}
 	g := graphMsg{Host: b.hostID}
-	for _, n := range b.dom.Nodes() {
+	nodes, err := b.dom.Nodes()
+	if err != nil {
+		b.log.Warn("reading the local graph", "err", err)
+		return
+	}
+	for _, n := range nodes {
 		g.Nodes = append(g.Nodes, graphNode{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
 	}
 	seen := map[string]bool{}

@@ -83,7 +83,10 @@ func rgapsgo_node_names(h C.uintptr_t, a *C.rcutils_allocator_t, nm, ns, enclave
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	infos := graphNodes(nd.ctx.c)
+	infos, err := graphNodes(nd.ctx.c)
+	if err != nil {
+		return fail(retError, "listing nodes: %v", err)
+	}
 	var n, s, e []string
 	for _, in := range infos {
 		n = append(n, in.Name)
@@ -187,8 +190,12 @@ func rgapsgo_names_and_types(h C.uintptr_t, a *C.rcutils_allocator_t, q C.int, n
 			return fail(retInvalid, "node namespace %q: %v", ns, err)
 		}
 		fq = fullName(name, ns)
+		infos, err := graphNodes(nd.ctx.c)
+		if err != nil {
+			return fail(retError, "listing nodes: %v", err)
+		}
 		found := false
-		for _, in := range graphNodes(nd.ctx.c) {
+		for _, in := range infos {
 			if in.FullName() == fq {
 				found = true
 				break

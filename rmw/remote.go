@@ -38,9 +38,13 @@ func remote(c *rgaps.Context) (nodes []zerocopy.NodeInfo, eps []zerocopy.Endpoin
 }
 
 // graphNodes is every node of the domain: this host's and other hosts'.
-func graphNodes(c *rgaps.Context) []zerocopy.NodeInfo {
+func graphNodes(c *rgaps.Context) ([]zerocopy.NodeInfo, error) {
 	nodes, _ := remote(c)
-	return append(c.Nodes(), nodes...)
+	local, err := c.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	return append(local, nodes...), nil
 }
 
 // graphTopics is this host's topics plus those only other hosts have.

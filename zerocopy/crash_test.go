@@ -431,7 +431,11 @@ func TestLivelinessAndDeadline(t *testing.T) {
 	k.Expect(t, "ready", 30*time.Second)
 	testutil.Eventually(t, 10*time.Second, "publisher alive", func() bool { return s.TakeStatus().AliveCount == 1 })
 	hasNode := func() bool {
-		for _, n := range d.Nodes() {
+		nodes, err := d.Nodes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
 			if n.Name == "idle" && n.Pid == uint32(k.Cmd.Process.Pid) {
 				return true
 			}

@@ -21,8 +21,15 @@ import (
 // topic lock (shared memory) ; graph lock (shared memory) is taken alone.
 type Domain struct {
 	cfg    Config
-	graph  *graph
+	graph  atomic.Pointer[graph] // the graph segment in use (graph.go: replaced on damage)
 	closed atomic.Bool
+
+	// graphMu serialises this process's graph operations (graphDo) and
+	// guards nodes, oldGraphs and every NodeHandle's g and slot. Taken
+	// before the graph lock, never while holding mu or a topic lock.
+	graphMu   sync.Mutex
+	nodes     map[*NodeHandle]struct{} // this process's registered nodes
+	oldGraphs []*graph                 // graph segments left after damage, unmapped at Close
 
 	// mu guards topics and the word pool.
 	mu     sync.Mutex
@@ -47,10 +54,12 @@ func Open(cfg Config) (*Domain, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Domain{cfg: cfg, topics: map[string]*Topic{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if d.graph, err = openGraph(cfg); err != nil {
+	d := &Domain{cfg: cfg, topics: map[string]*Topic{}, nodes: map[*NodeHandle]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	g, err := openGraph(cfg)
+	if err != nil {
 		return nil, err
 	}
+	d.graph.Store(g)
 	if !cfg.SkipStaleClean {
 		if removed, _ := d.CleanStale(); len(removed) > 0 && cfg.Logger != nil {
 			cfg.Logger.Info("removed shared memory left by crashed processes", "segments", removed)
@@ -79,7 +88,13 @@ func (d *Domain) Close() error {
 	}
 	d.topics = nil
 	d.mu.Unlock()
-	d.graph.close()
+	d.graphMu.Lock()
+	d.graph.Load().close()
+	for _, g := range d.oldGraphs {
+		g.close()
+	}
+	d.oldGraphs = nil
+	d.graphMu.Unlock()
 	d.closeCopiers()
 	d.closeGPU()
 	if len(open) > 0 {
@@ -186,17 +201,20 @@ func (d *Domain) putWord(w *atomic.Uint32) {
 	d.mu.Unlock()
 }
 
-func (d *Domain) graphChanged() { d.graph.changed() }
+func (d *Domain) graphChanged() { d.graph.Load().changed() }
 
 // NotifyGraphChanged wakes every graph condition of the domain on this
 // host (and the rmw's graph guard conditions) as a local node or endpoint
 // change would. The bridge daemon calls it when another host's graph
 // changes, so that waits for matches and services across hosts wake up.
-func (d *Domain) NotifyGraphChanged() { d.graph.changed() }
+func (d *Domain) NotifyGraphChanged() { d.graph.Load().changed() }
 
 // GraphWord is a futex word that changes whenever a node or endpoint of the
-// domain appears or goes (the rmw graph guard condition waits on it).
-func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.gen }
+// domain appears or goes (the rmw graph guard condition waits on it). A
+// damaged graph segment is replaced (graph.go): the word of the old one
+// stays mapped, is bumped once at the replacement and never again, so
+// call GraphWord again after each wake.
+func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.Load().gen }
 
 // janitor reclaims endpoints of dead processes on the topics this process
 // has open, dead nodes in the graph, and drives deadline status.
@@ -204,7 +222,7 @@ func (d *Domain) janitor(prefix string) {
 	defer close(d.done)
 	tick := time.NewTicker(d.cfg.JanitorPeriod)
 	defer tick.Stop()
-	clashGen := d.graph.gen.Load() - 1
+	clashGen := d.graph.Load().generation() - 1
 	for {
 		select {
 		case <-d.stop:
@@ -223,7 +241,9 @@ func (d *Domain) janitor(prefix string) {
 			}()
 			d.releaseTopic(t)
 		}
-		d.graph.reclaimDead()
+		// Also the graph's audit: damage or a replacement by another
+		// process is acted on here at the latest.
+		d.graphDo(func(g *graph) error { return g.reclaimDead() })
 		clashGen = d.checkTypeClashes(prefix, clashGen)
 	}
 }

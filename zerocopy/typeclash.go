@@ -18,7 +18,7 @@ import (
 // config). gen is the graph generation it last scanned at; it returns the
 // one it scanned now.
 func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
-	now := d.graph.gen.Load()
+	now := d.graph.Load().generation()
 	if now == gen {
 		return gen
 	}

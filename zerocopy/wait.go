@@ -91,17 +91,17 @@ type GraphCondition struct {
 // NewGraphCondition creates a condition that fires on graph changes.
 func (d *Domain) NewGraphCondition() *GraphCondition {
 	g := &GraphCondition{d: d}
-	g.seen.Store(d.graph.gen.Load())
+	g.seen.Store(d.graph.Load().generation())
 	return g
 }
 
 // Ready reports a graph change since the last Reset.
-func (g *GraphCondition) Ready() bool { return g.d.graph.gen.Load() != g.seen.Load() }
+func (g *GraphCondition) Ready() bool { return g.d.graph.Load().generation() != g.seen.Load() }
 
 // Reset acknowledges the changes seen so far.
-func (g *GraphCondition) Reset() { g.seen.Store(g.d.graph.gen.Load()) }
+func (g *GraphCondition) Reset() { g.seen.Store(g.d.graph.Load().generation()) }
 
-func (g *GraphCondition) word() (*atomic.Uint32, *atomic.Uint32) { return g.d.graph.gen, nil }
+func (g *GraphCondition) word() (*atomic.Uint32, *atomic.Uint32) { return g.d.graph.Load().gen, nil }
 
 // StatusCondition is ready when an endpoint's status changed since Reset.
 type StatusCondition struct {

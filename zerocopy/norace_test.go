@@ -1,0 +1,5 @@
+//go:build !race
+
+package zerocopy
+
+const raceEnabled = false
