@@ -40,12 +40,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
 	// The introspection walkers (rgaps_ts_*, which rmw.c calls): cgo
 	// compiles their C and C++ files in that package, and importing it
 	// links them into the library.
@@ -68,41 +68,22 @@ const (
 
 // ---- handles ----------------------------------------------------------------
 
-// registry maps the integers C holds to Go objects. Unlike cgo.Handle, a
-// stale or foreign integer is reported (nil), not a panic.
-var registry struct {
-	mu   sync.RWMutex
-	next uintptr
-	objs map[uintptr]any
-}
+// handles maps the integers C holds to Go objects (cabi.Handles: a stale or
+// foreign integer is reported as nil, not a panic).
+var handles cabi.Handles
 
-func put(v any) C.uintptr_t {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.objs == nil {
-		registry.objs = map[uintptr]any{}
-	}
-	registry.next++
-	registry.objs[registry.next] = v
-	return C.uintptr_t(registry.next)
-}
+func put(v any) C.uintptr_t { return C.uintptr_t(handles.Put(v)) }
 
 func get[T any](h C.uintptr_t) T {
-	registry.mu.RLock()
-	v, _ := registry.objs[uintptr(h)].(T)
-	registry.mu.RUnlock()
+	v, _ := cabi.Get[T](&handles, uintptr(h))
 	return v
 }
 
-func drop(h C.uintptr_t) {
-	registry.mu.Lock()
-	delete(registry.objs, uintptr(h))
-	registry.mu.Unlock()
-}
+func drop(h C.uintptr_t) { handles.Drop(uintptr(h)) }
 
 // ---- errors -----------------------------------------------------------------
 
-// setError stores msg as the calling thread's rmw error (rmw.c: the
+// setError stores msg as the calling thread's rmw error (the C half: the
 // thread-local copy and, where rcutils is loaded, rcutils' error state).
 func setError(msg string) {
 	cs := C.CString("rmw_rgaps: " + msg)
@@ -115,21 +96,31 @@ func fail(rc C.int, format string, args ...any) C.int {
 	return rc
 }
 
-// codeOf maps an engine error to an rmw code and reports it.
+// retOf is the rmw code of a class of failure (cabi's table decides the
+// class of an engine error). rmw has few codes: most classes are
+// RMW_RET_ERROR, with the message saying which.
+func retOf(c cabi.Code) C.int {
+	switch c {
+	case cabi.OK:
+		return retOK
+	case cabi.Invalid, cabi.TypeMismatch:
+		return retInvalid
+	case cabi.Timeout:
+		return retTimeout
+	case cabi.NotSupported:
+		return retUnsupported
+	case cabi.NoSpace:
+		return retBadAlloc
+	}
+	return retError
+}
+
+// report maps an engine error to an rmw code and reports it.
 func report(what string, err error) C.int {
 	if err == nil {
 		return retOK
 	}
-	rc := retError
-	switch {
-	case errors.Is(err, zerocopy.ErrInvalid), errors.Is(err, zerocopy.ErrTypeMismatch):
-		rc = retInvalid
-	case errors.Is(err, zerocopy.ErrTimeout):
-		rc = retTimeout
-	case errors.Is(err, zerocopy.ErrNotSupported):
-		rc = retUnsupported
-	}
-	return fail(rc, "%s: %v", what, err)
+	return fail(retOf(cabi.CodeOf(err)), "%s: %v", what, err)
 }
 
 // recoverTo is deferred by every exported function: a panic is a bug,
@@ -137,8 +128,8 @@ func report(what string, err error) C.int {
 // ROS process.
 func recoverTo(rc *C.int) {
 	if r := recover(); r != nil {
-		fmt.Fprintf(os.Stderr, "rmw_rgaps: internal error: %v\n%s", r, debug.Stack())
-		*rc = fail(retError, "internal error (please report): %v", r)
+		e := cabi.PanicError("rmw_rgaps", r)
+		*rc = fail(retOf(e.Code), "%s", e.Msg)
 	}
 }
 
