@@ -8,9 +8,10 @@
 // -z nodelete itself.
 //
 // The split between the halves:
-//   - rmw.c defines every rmw_* function with the exact prototype of the
-//     rmw headers (include/rgaps_rmw_abi.h, or the real headers with
-//     -DRGAPS_USE_ROS_HEADERS). It checks arguments and implementation
+//   - The C files (rmw_*.c, by area; rmw_c.h lists them) define every
+//     rmw_* function with the exact prototype of the rmw headers
+//     (include/rgaps_rmw_abi.h, or the real headers with
+//     -DRGAPS_USE_ROS_HEADERS). They check arguments and implementation
 //     identifiers, allocates the handles rcl sees with the context's
 //     allocator, serialises and deserialises messages with the type
 //     support's introspection walkers (typesupport/introspection,
@@ -22,7 +23,7 @@
 //     rgapsgo_* functions, private to the library.
 //
 // Rules this package keeps: C never holds a Go pointer (handles are
-// integers of the registry below); every exported function recovers from
+// integers of the cabi.Handles below); every exported function recovers from
 // panics and returns a code; errors are reported on the calling thread
 // (Go runs a call from C on the caller's thread); C enters Go only with the
 // asynchronous signals blocked, and never sleeps in Go (sig.h).
@@ -46,7 +47,7 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/cabi"
-	// The introspection walkers (rgaps_ts_*, which rmw.c calls): cgo
+	// The introspection walkers (rgaps_ts_*, which the C files call): cgo
 	// compiles their C and C++ files in that package, and importing it
 	// links them into the library.
 	_ "github.com/rmw-rgaps/rmw_rgaps/typesupport/introspection"
