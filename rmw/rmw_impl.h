@@ -32,7 +32,8 @@
 #define RGAPS_MAGIC_EV 0x52474556u   /* RGEV */
 #define RGAPS_MAGIC_DEAD 0xdeaddeadu
 
-/* Payload layouts on a topic (what the engine carries):
+/* Payload layouts on a topic (what the engine carries), version
+ * RGAPS_PAYLOAD_VERSION (docs/ARCHITECTURE.md §3.10):
  *   message:        [CDR: 4-byte encapsulation header, body], as ROS 2
  *                   puts it on the wire (the rgaps CLI and Go programs
  *                   read and write the same bytes)
@@ -44,6 +45,10 @@
  *                   layout from the type.
  *   service:        [16-byte writer GID][int64 sequence][4 reserved][CDR ...]
  */
+/* The version of these layouts. Not written in version 1 (the reserved
+ * bytes are zero); a later version puts its number in the first reserved
+ * byte of the plain and service layouts. */
+#define RGAPS_PAYLOAD_VERSION 1
 #define RGAPS_MSG_PREFIX 4u
 #define RGAPS_SRV_PREFIX 28u
 #define RGAPS_CDR_HEADER 4u
