@@ -44,7 +44,7 @@ func (s *LinkStats) status(ring uint32, role, topic string) LinkStatus {
 func (b *Bridge) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := Status{Host: b.hostID, Provider: PathName(b.prov.Name()), Listen: b.ControlAddr()}
+	st := Status{Version: status.Version, Host: b.hostID, Provider: PathName(b.prov.Name()), Listen: b.ControlAddr()}
 	for _, p := range b.peers {
 		ps := PeerStatus{Host: p.host, Up: len(p.conns) > 0, Since: p.upSince, Refused: p.refused}
 		for _, n := range p.graph.Nodes {

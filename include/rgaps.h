@@ -168,7 +168,8 @@ enum {
                                valid in the primary context, out of memory) */
     RGAPS_EFAULT = -14,     /* a pointer given to the library could not be
                                read (the fault was caught) */
-    RGAPS_ENOMEM = -15,     /* host memory allocation failed */
+    RGAPS_ENOMEM = -15,     /* host memory allocation failed, or /dev/shm had
+                               no room for a new topic or endpoint */
     RGAPS_ENOMSG = -16,     /* the subscriber holds no pulled message */
     RGAPS_EINTERNAL = -17,  /* internal error (a bug: please report) */
     RGAPS_ENODAEMON = -18   /* a GPU topic needs the per-host pool daemon and

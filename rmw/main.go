@@ -8,9 +8,10 @@
 // -z nodelete itself.
 //
 // The split between the halves:
-//   - rmw.c defines every rmw_* function with the exact prototype of the
-//     rmw headers (include/rgaps_rmw_abi.h, or the real headers with
-//     -DRGAPS_USE_ROS_HEADERS). It checks arguments and implementation
+//   - The C files (rmw_*.c, by area; rmw_c.h lists them) define every
+//     rmw_* function with the exact prototype of the rmw headers
+//     (include/rgaps_rmw_abi.h, or the real headers with
+//     -DRGAPS_USE_ROS_HEADERS). They check arguments and implementation
 //     identifiers, allocates the handles rcl sees with the context's
 //     allocator, serialises and deserialises messages with the type
 //     support's introspection walkers (typesupport/introspection,
@@ -22,7 +23,7 @@
 //     rgapsgo_* functions, private to the library.
 //
 // Rules this package keeps: C never holds a Go pointer (handles are
-// integers of the registry below); every exported function recovers from
+// integers of the cabi.Handles below); every exported function recovers from
 // panics and returns a code; errors are reported on the calling thread
 // (Go runs a call from C on the caller's thread); C enters Go only with the
 // asynchronous signals blocked, and never sleeps in Go (sig.h).
@@ -40,13 +41,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
-	// The introspection walkers (rgaps_ts_*, which rmw.c calls): cgo
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
+	// The introspection walkers (rgaps_ts_*, which the C files call): cgo
 	// compiles their C and C++ files in that package, and importing it
 	// links them into the library.
 	_ "github.com/rmw-rgaps/rmw_rgaps/typesupport/introspection"
@@ -68,41 +69,22 @@ const (
 
 // ---- handles ----------------------------------------------------------------
 
-// registry maps the integers C holds to Go objects. Unlike cgo.Handle, a
-// stale or foreign integer is reported (nil), not a panic.
-var registry struct {
-	mu   sync.RWMutex
-	next uintptr
-	objs map[uintptr]any
-}
+// handles maps the integers C holds to Go objects (cabi.Handles: a stale or
+// foreign integer is reported as nil, not a panic).
+var handles cabi.Handles
 
-func put(v any) C.uintptr_t {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.objs == nil {
-		registry.objs = map[uintptr]any{}
-	}
-	registry.next++
-	registry.objs[registry.next] = v
-	return C.uintptr_t(registry.next)
-}
+func put(v any) C.uintptr_t { return C.uintptr_t(handles.Put(v)) }
 
 func get[T any](h C.uintptr_t) T {
-	registry.mu.RLock()
-	v, _ := registry.objs[uintptr(h)].(T)
-	registry.mu.RUnlock()
+	v, _ := cabi.Get[T](&handles, uintptr(h))
 	return v
 }
 
-func drop(h C.uintptr_t) {
-	registry.mu.Lock()
-	delete(registry.objs, uintptr(h))
-	registry.mu.Unlock()
-}
+func drop(h C.uintptr_t) { handles.Drop(uintptr(h)) }
 
 // ---- errors -----------------------------------------------------------------
 
-// setError stores msg as the calling thread's rmw error (rmw.c: the
+// setError stores msg as the calling thread's rmw error (the C half: the
 // thread-local copy and, where rcutils is loaded, rcutils' error state).
 func setError(msg string) {
 	cs := C.CString("rmw_rgaps: " + msg)
@@ -115,21 +97,31 @@ func fail(rc C.int, format string, args ...any) C.int {
 	return rc
 }
 
-// codeOf maps an engine error to an rmw code and reports it.
+// retOf is the rmw code of a class of failure (cabi's table decides the
+// class of an engine error). rmw has few codes: most classes are
+// RMW_RET_ERROR, with the message saying which.
+func retOf(c cabi.Code) C.int {
+	switch c {
+	case cabi.OK:
+		return retOK
+	case cabi.Invalid, cabi.TypeMismatch:
+		return retInvalid
+	case cabi.Timeout:
+		return retTimeout
+	case cabi.NotSupported:
+		return retUnsupported
+	case cabi.NoSpace:
+		return retBadAlloc
+	}
+	return retError
+}
+
+// report maps an engine error to an rmw code and reports it.
 func report(what string, err error) C.int {
 	if err == nil {
 		return retOK
 	}
-	rc := retError
-	switch {
-	case errors.Is(err, zerocopy.ErrInvalid), errors.Is(err, zerocopy.ErrTypeMismatch):
-		rc = retInvalid
-	case errors.Is(err, zerocopy.ErrTimeout):
-		rc = retTimeout
-	case errors.Is(err, zerocopy.ErrNotSupported):
-		rc = retUnsupported
-	}
-	return fail(rc, "%s: %v", what, err)
+	return fail(retOf(cabi.CodeOf(err)), "%s: %v", what, err)
 }
 
 // recoverTo is deferred by every exported function: a panic is a bug,
@@ -137,8 +129,8 @@ func report(what string, err error) C.int {
 // ROS process.
 func recoverTo(rc *C.int) {
 	if r := recover(); r != nil {
-		fmt.Fprintf(os.Stderr, "rmw_rgaps: internal error: %v\n%s", r, debug.Stack())
-		*rc = fail(retError, "internal error (please report): %v", r)
+		e := cabi.PanicError("rmw_rgaps", r)
+		*rc = fail(retOf(e.Code), "%s", e.Msg)
 	}
 }
 

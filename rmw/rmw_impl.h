@@ -1,5 +1,5 @@
 /*
- * Private declarations of librmw_rgaps shared by the C half (rmw.c) and the
+ * Private declarations of librmw_rgaps shared by the C half (rmw_*.c) and the
  * Go half (the cgo preamble of the Go files). Only declarations and type
  * definitions: cgo includes this in more than one translation unit.
  *
@@ -32,7 +32,8 @@
 #define RGAPS_MAGIC_EV 0x52474556u   /* RGEV */
 #define RGAPS_MAGIC_DEAD 0xdeaddeadu
 
-/* Payload layouts on a topic (what the engine carries):
+/* Payload layouts on a topic (what the engine carries), version
+ * RGAPS_PAYLOAD_VERSION (docs/ARCHITECTURE.md §3.10):
  *   message:        [CDR: 4-byte encapsulation header, body], as ROS 2
  *                   puts it on the wire (the rgaps CLI and Go programs
  *                   read and write the same bytes)
@@ -44,6 +45,10 @@
  *                   layout from the type.
  *   service:        [16-byte writer GID][int64 sequence][4 reserved][CDR ...]
  */
+/* The version of these layouts. Not written in version 1 (the reserved
+ * bytes are zero); a later version puts its number in the first reserved
+ * byte of the plain and service layouts. */
+#define RGAPS_PAYLOAD_VERSION 1
 #define RGAPS_MSG_PREFIX 4u
 #define RGAPS_SRV_PREFIX 28u
 #define RGAPS_CDR_HEADER 4u
@@ -104,27 +109,20 @@ typedef struct rgaps_sub {
 	size_t prefix; /* as rgaps_pub's */
 } rgaps_sub;
 
-/* rmw_client_t.data: a request publisher and a response subscription. */
-typedef struct rgaps_cli {
+/* rmw_client_t.data and rmw_service_t.data: the pair of endpoints on the
+ * service's request and response topics. A client (RGAPS_MAGIC_CLI)
+ * publishes requests and takes responses; a service (RGAPS_MAGIC_SRV) takes
+ * requests and publishes responses. */
+typedef struct rgaps_svc {
 	uint32_t magic;
-	uintptr_t go;  /* client state (owns both endpoints) */
-	uintptr_t pub; /* request publisher state */
-	uintptr_t sub; /* response subscription state */
+	uintptr_t go;  /* pair state (owns both endpoints) */
+	uintptr_t pub; /* publisher state: requests (client), responses (service) */
+	uintptr_t sub; /* subscription state: responses (client), requests (service) */
 	const rgaps_ts *req, *resp;
 	rmw_qos_profile_t req_qos, resp_qos;
-	uint8_t gid[RMW_GID_STORAGE_SIZE];
-	int64_t next_seq;
-} rgaps_cli;
-
-/* rmw_service_t.data: a request subscription and a response publisher. */
-typedef struct rgaps_srv {
-	uint32_t magic;
-	uintptr_t go;
-	uintptr_t pub; /* response publisher state */
-	uintptr_t sub; /* request subscription state */
-	const rgaps_ts *req, *resp;
-	rmw_qos_profile_t req_qos, resp_qos;
-} rgaps_srv;
+	uint8_t gid[RMW_GID_STORAGE_SIZE]; /* the publisher's: a client's requests carry it */
+	int64_t next_seq;                  /* client: the last request's sequence number */
+} rgaps_svc;
 
 /* rmw_wait_set_t.data */
 typedef struct rgaps_ws {

@@ -15,7 +15,7 @@ import (
 // reqPrefix+service, responses on respPrefix+service. Each payload starts
 // with the request id, 16 bytes of the client's GID (its request
 // publisher's) and the client's int64 sequence number; a client takes only
-// the responses that carry its GID. rmw.c writes and reads the ids; this
+// the responses that carry its GID. rmw_service.c writes and reads the ids; this
 // file creates and destroys the endpoint pairs.
 
 // endpointPair is a client's or a service's publisher and subscription.

@@ -334,7 +334,7 @@ func rgapsgo_set_event_callback(ev *C.rmw_event_t, fn, user C.uintptr_t) (rc C.i
 type waitEntry struct {
 	slot *unsafe.Pointer // the array element, set to NULL when not ready
 	sub  *subscription
-	gc   *C.rgaps_gc // a user guard condition: its words live in C (rmw.c triggers it without Go)
+	gc   *C.rgaps_gc // a user guard condition: its words live in C (rmw_wait.c triggers it without Go)
 	seq  uint32      // gc's trigger count when it was last found ready
 	gr   *zerocopy.GraphCondition
 	st   *status
@@ -422,7 +422,7 @@ func collect(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C
 			if ss[i] == nil {
 				continue
 			}
-			d := (*C.rgaps_srv)(ss[i])
+			d := (*C.rgaps_svc)(ss[i])
 			s := subOf(d.sub)
 			if d.magic != C.RGAPS_MAGIC_SRV || s == nil {
 				return nil, fail(retInvalid, "rmw_wait: services[%d] is not a live rmw_rgaps service", i)
@@ -436,7 +436,7 @@ func collect(subs *C.rmw_subscriptions_t, gcs *C.rmw_guard_conditions_t, srvs *C
 			if cs[i] == nil {
 				continue
 			}
-			d := (*C.rgaps_cli)(cs[i])
+			d := (*C.rgaps_svc)(cs[i])
 			s := subOf(d.sub)
 			if d.magic != C.RGAPS_MAGIC_CLI || s == nil {
 				return nil, fail(retInvalid, "rmw_wait: clients[%d] is not a live rmw_rgaps client", i)

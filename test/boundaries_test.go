@@ -158,6 +158,9 @@ var layerRules = []layerRule{
 		why: "the bridge's tests drive it through the engine, not through a front end"},
 	{from: "bridge/...", deny: []string{"internal/cuda"}, withTests: true,
 		why: "the engine owns CUDA: the bridge moves device data through zerocopy.Copier and runs no streams or events of its own"},
+	{from: "cabi", deny: []string{"bridge/...", "rmw/...", "cmd/...", "typesupport/...", "bench/...", "rgapsd", ""},
+		denyStd: []string{"net", "net/...", "flag", "os/signal"}, withTests: true,
+		why: "the C-ABI layer knows the engine's errors and nothing above them: no front end, no bridge, no network"},
 	{from: "rgapsd", deny: []string{"rmw/...", "cmd/...", "bench/...", "typesupport/...", ""}, withTests: true,
 		why: "the daemon serves every front end alike"},
 }
@@ -175,6 +178,8 @@ var importRules = []importRule{
 	{what: "bench/...", by: []string{"bench/...", "cmd/rgaps-bench"},
 		why: "nothing but the bench binary imports the benchmarks: the daemon and the rmw library link none of them"},
 	{what: "cmd/...", by: nil, why: "commands are not libraries"},
+	{what: "cabi", by: []string{"rmw", "cmd/librgaps"},
+		why: "the C-ABI layer is shared by the two C libraries, and only by them"},
 	{what: "rgapsd", by: []string{"cmd/rgaps", "cmd/rgaps-bench"}, tests: true,
 		why: "rgapsd is the daemon's main: run by the commands, and by test binaries serving as the daemon"},
 	{what: "internal/testutil", by: []string{"bench/util/benchtest"}, tests: true,

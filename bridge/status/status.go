@@ -16,9 +16,18 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
+// Version is the version of the status socket's JSON (docs/ARCHITECTURE.md
+// §3.11). It grows when a field changes meaning or type or is removed;
+// fields added with omitempty-safe zero values keep it. Query refuses an
+// answer of another version (ErrVersion).
+const Version = 1
+
 // Status is what the daemon's bridge knows: its peers, their graphs and
 // the state of every data link. `rgaps topic list/info` show it.
 type Status struct {
+	// Version is the daemon's Version (0 from daemons older than the
+	// field).
+	Version  int          `json:"version"`
 	Host     string       `json:"host"`
 	Provider string       `json:"provider"` // the data path: fabric:tcp, fabric:shm, tcp, …
 	Listen   string       `json:"listen"`
@@ -94,6 +103,10 @@ func Socket(cfg zerocopy.Config) string {
 // ErrNoDaemon reports that no bridge daemon runs for the domain.
 var ErrNoDaemon = errors.New("no bridge daemon runs for this domain")
 
+// ErrVersion reports a daemon whose status is of another Version: the
+// daemon and this program come from different releases.
+var ErrVersion = errors.New("bridge daemon status of another version")
+
 // Query asks the local daemon for its Status (one JSON object per
 // connection; the daemon answers processes of its own user or root).
 func Query(cfg zerocopy.Config) (Status, error) {
@@ -104,7 +117,28 @@ func Query(cfg zerocopy.Config) (Status, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(3 * time.Second))
-	if err := json.NewDecoder(c).Decode(&st); err != nil {
+	var raw json.RawMessage
+	if err := json.NewDecoder(c).Decode(&raw); err != nil {
+		return st, fmt.Errorf("reading the daemon's status: %w", err)
+	}
+	return Decode(raw)
+}
+
+// Decode parses a status answer, checking its version first: the rest of
+// an answer of another version is not read, since its fields may mean
+// something else.
+func Decode(data []byte) (Status, error) {
+	var st Status
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return st, fmt.Errorf("reading the daemon's status: %w", err)
+	}
+	if v.Version != Version {
+		return st, fmt.Errorf("%w: the daemon answers version %d, this program reads version %d (run the rgaps daemon of the same release)", ErrVersion, v.Version, Version)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
 		return st, fmt.Errorf("reading the daemon's status: %w", err)
 	}
 	return st, nil

@@ -13,13 +13,13 @@
 #include "rgaps.h"
 
 /* A publisher or subscriber handle as C sees it: allocated and freed by
- * capi.c, filled by Go. It holds a cgo.Handle (an integer), never a Go
- * pointer. The rgaps_publisher_t and rgaps_subscriber_t of rgaps.h point
- * at one of these (their structs stay incomplete: capi.c converts). */
+ * capi.c, filled by Go. It holds no Go pointer: Go files the handle's state
+ * under the struct's address (cabi.Handles), so the address is the handle.
+ * The rgaps_publisher_t and rgaps_subscriber_t of rgaps.h point at one of
+ * these (their structs stay incomplete: capi.c converts). */
 struct rgaps_handle {
-	uint32_t magic;   /* RGAPS_PUB_MAGIC or RGAPS_SUB_MAGIC while live (debugging aid only) */
-	int32_t memory;   /* RGAPS_MEMORY_HOST or RGAPS_MEMORY_GPU */
-	uintptr_t handle; /* cgo.Handle of the Go state */
+	uint32_t magic; /* RGAPS_PUB_MAGIC or RGAPS_SUB_MAGIC while live (debugging aid only) */
+	int32_t memory; /* RGAPS_MEMORY_HOST or RGAPS_MEMORY_GPU */
 };
 
 #define RGAPS_PUB_MAGIC 0x52475042u /* "RGPB" */

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 )
 
@@ -28,7 +29,7 @@ func helperDevice() (*cuda.Device, error) {
 		if v := os.Getenv("RGAPS_GPU_DEVICE"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				helper.err = errorf(codeInval, "RGAPS_GPU_DEVICE=%q is not a device ordinal", v)
+				helper.err = errorf(cabi.Invalid, "RGAPS_GPU_DEVICE=%q is not a device ordinal", v)
 				return
 			}
 			ordinal = n

@@ -14,14 +14,16 @@
 // everything else in Go.
 //
 // Rules this package keeps:
-//   - C never holds a Go pointer: a handle is a C-allocated struct holding a
-//     cgo.Handle (an integer); Go keeps the set of live handle addresses and
-//     checks it before reading a handle, so NULL, foreign and destroyed
-//     handles are reported, not dereferenced.
+//   - C never holds a Go pointer: a handle is a C-allocated struct; Go
+//     keeps the live handles' states by the structs' addresses (a
+//     cabi.Handles) and finds a handle's state there, so NULL, foreign and
+//     destroyed handles are reported, not dereferenced.
 //   - Go keeps no Go pointer in C memory, and returns to C only integers and
 //     addresses of memory Go does not manage (shared-memory mappings, device
 //     memory).
 //   - Every exported function recovers from panics and returns a code.
+//   - Failures are classed by package cabi (the table shared with
+//     librmw_rgaps) and each class has its RGAPS_E* code (codeOfClass).
 package main
 
 /*
@@ -35,17 +37,14 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime/cgo"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -73,6 +72,7 @@ const (
 	codeDevice    = C.RGAPS_EDEVICE
 	codeFault     = C.RGAPS_EFAULT
 	codeNoMsg     = C.RGAPS_ENOMSG
+	codeNoMem     = C.RGAPS_ENOMEM
 	codeInternal  = C.RGAPS_EINTERNAL
 	codeNoDaemon  = C.RGAPS_ENODAEMON
 )
@@ -84,51 +84,41 @@ const (
 	memGPU  = C.RGAPS_MEMORY_GPU
 )
 
-// capiError is a failure with its C code decided here.
-type capiError struct {
-	code C.int
-	msg  string
+// codeOfClass is the C code of each class of failure (cabi's table
+// decides the class of an engine error).
+var codeOfClass = map[cabi.Code]C.int{
+	cabi.OK:            codeOK,
+	cabi.Generic:       codeError,
+	cabi.Invalid:       codeInval,
+	cabi.BadHandle:     codeBadHandle,
+	cabi.TypeMismatch:  codeType,
+	cabi.NotSupported:  codeNotSup,
+	cabi.Timeout:       codeTimedOut,
+	cabi.NoData:        codeTimedOut, // a pull with timeout 0 found nothing
+	cabi.NoMessage:     codeNoMsg,
+	cabi.Closed:        codeClosed,
+	cabi.PoolExhausted: codePool,
+	cabi.TooLarge:      codeTooLarge,
+	cabi.QueueFull:     codeQueueFull,
+	cabi.Limit:         codeLimit,
+	cabi.Corrupt:       codeCorrupt,
+	cabi.NoSpace:       codeNoMem, // /dev/shm full: host memory
+	cabi.Untrusted:     codeError, // the message names the segment's owner
+	cabi.NoDaemon:      codeNoDaemon,
+	cabi.Device:        codeDevice,
+	cabi.Fault:         codeFault,
+	cabi.Internal:      codeInternal,
 }
 
-func (e *capiError) Error() string { return e.msg }
-
-func errorf(code C.int, format string, args ...any) error {
-	return &capiError{code: code, msg: "rgaps: " + fmt.Sprintf(format, args...)}
+// errorf is a failure of this library with its class decided here.
+func errorf(code cabi.Code, format string, args ...any) error {
+	return cabi.Errorf(code, "rgaps: "+format, args...)
 }
 
 // codeOf maps an error of the engine (or of this package) to its C code.
 func codeOf(err error) C.int {
-	var ce *capiError
-	var cu *cuda.Error
-	switch {
-	case err == nil:
-		return codeOK
-	case errors.As(err, &ce):
-		return ce.code
-	case errors.Is(err, zerocopy.ErrNotSupported):
-		return codeNotSup
-	case errors.Is(err, zerocopy.ErrInvalid):
-		return codeInval
-	case errors.Is(err, zerocopy.ErrTimeout), errors.Is(err, zerocopy.ErrNoData):
-		return codeTimedOut
-	case errors.Is(err, zerocopy.ErrClosed), errors.Is(err, cuda.ErrClosed):
-		return codeClosed
-	case errors.Is(err, zerocopy.ErrPoolExhausted):
-		return codePool
-	case errors.Is(err, zerocopy.ErrTooLarge):
-		return codeTooLarge
-	case errors.Is(err, zerocopy.ErrQueueFull):
-		return codeQueueFull
-	case errors.Is(err, zerocopy.ErrTypeMismatch):
-		return codeType
-	case errors.Is(err, zerocopy.ErrTooManyLoans), errors.Is(err, zerocopy.ErrTooManyEndpoints):
-		return codeLimit
-	case errors.Is(err, zerocopy.ErrCorrupt), errors.Is(err, zerocopy.ErrVersion):
-		return codeCorrupt
-	case errors.Is(err, gpupool.ErrNoDaemon):
-		return codeNoDaemon
-	case errors.As(err, &cu):
-		return codeDevice
+	if rc, ok := codeOfClass[cabi.CodeOf(err)]; ok {
+		return rc
 	}
 	return codeError
 }
@@ -154,50 +144,18 @@ func setMessage(msg string) {
 
 // recoverTo is deferred by every exported function: a panic becomes
 // RGAPS_EINTERNAL, or RGAPS_EFAULT for a memory fault at an address the
-// caller gave (see guarded).
+// caller gave (see cabi.Guarded).
 func recoverTo(rc *C.int) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		e := cabi.PanicError("librgaps", r)
+		e.Msg = "rgaps: " + e.Msg
+		*rc = report(e)
 	}
-	if f, ok := r.(fault); ok {
-		*rc = report(errorf(codeFault, "%s: cannot read address %#x", f.what, f.addr))
-		return
-	}
-	// A bug: the stack goes to stderr, which the 512-byte message cannot hold.
-	fmt.Fprintf(os.Stderr, "librgaps: internal error: %v\n%s", r, debug.Stack())
-	*rc = report(errorf(codeInternal, "internal error (please report): %v", r))
-}
-
-// fault is the panic value of a memory fault in guarded.
-type fault struct {
-	what string
-	addr uintptr
-}
-
-// guarded runs fn, which reads memory the C caller pointed at, turning a
-// fault (unmapped or protected memory) into a fault panic for recoverTo
-// instead of a crash of the process.
-func guarded(what string, fn func()) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if r := recover(); r != nil {
-			if a, ok := r.(interface{ Addr() uintptr }); ok {
-				panic(fault{what: what, addr: a.Addr()})
-			}
-			if e, ok := r.(error); ok && e.Error() == "runtime error: invalid memory address or nil pointer dereference" {
-				panic(fault{what: what})
-			}
-			panic(r)
-		}
-	}()
-	fn()
 }
 
 // goString reads a C string the caller gave.
 func goString(what string, s *C.char) (out string) {
-	guarded(what, func() { out = C.GoString(s) })
+	cabi.Guarded(what, func() { out = C.GoString(s) })
 	return out
 }
 
@@ -255,7 +213,7 @@ func capiQoS() (rgaps.QoS, error) {
 	}
 	q, err := rgaps.QoSByName(name)
 	if err != nil {
-		return q, errorf(codeInval, "RGAPS_QOS=%q: %v", name, err)
+		return q, errorf(cabi.Invalid, "RGAPS_QOS=%q: %v", name, err)
 	}
 	return q, nil
 }
@@ -283,7 +241,7 @@ func (e endpointSpec) opts() []rgaps.EndpointOption {
 func endpointSetup(topic *C.char, memory C.int) (e endpointSpec, err error) {
 	name := goString("topic_name", topic)
 	if memory != memAuto && memory != memHost && memory != memGPU {
-		return e, errorf(codeInval, "memory kind %d is not RGAPS_MEMORY_AUTO, _HOST or _GPU", int(memory))
+		return e, errorf(cabi.Invalid, "memory kind %d is not RGAPS_MEMORY_AUTO, _HOST or _GPU", int(memory))
 	}
 	if e.qos, err = capiQoS(); err != nil {
 		return e, err
@@ -342,7 +300,7 @@ func (l *lifetime) enter() error {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return errorf(codeClosed, "handle destroyed during the call")
+		return errorf(cabi.Closed, "handle destroyed during the call")
 	}
 	return nil
 }
@@ -380,20 +338,20 @@ func (e *endpoint) memory() C.int {
 // endpointState is the Go state of one kind of handle.
 type endpointState interface{ base() *endpoint }
 
-// registry is the set of live handle structs of one kind, by address. Go
-// only ever compares these addresses; it reads a struct (for its
-// cgo.Handle) only after finding it here, under the lock that destroy takes
-// to remove it, so a stale handle (or one of the other kind) is reported
-// and never read.
+// registry is the set of live handle structs of one kind, by address: a
+// cabi.Handles keyed by the address of the C struct, holding the handle's
+// Go state. Go only ever compares these addresses and never reads the
+// struct to find the state, so a stale handle (or one of the other kind)
+// is reported and never read; the C half frees a struct only after destroy
+// removed it.
 type registry[S endpointState] struct {
 	kind string // in messages: "publisher", "subscriber"
-	mu   sync.RWMutex
-	live map[uintptr]struct{}
+	live cabi.Handles
 }
 
 var (
-	pubs = registry[*pubState]{kind: "publisher", live: map[uintptr]struct{}{}}
-	subs = registry[*subState]{kind: "subscriber", live: map[uintptr]struct{}{}}
+	pubs = registry[*pubState]{kind: "publisher"}
+	subs = registry[*subState]{kind: "subscriber"}
 )
 
 func handleKey(h *C.struct_rgaps_handle) uintptr { return uintptr(unsafe.Pointer(h)) }
@@ -401,9 +359,9 @@ func handleKey(h *C.struct_rgaps_handle) uintptr { return uintptr(unsafe.Pointer
 // badHandle is the failure for key, which is not live.
 func (r *registry[S]) badHandle(key uintptr) error {
 	if key == 0 {
-		return errorf(codeBadHandle, "%s handle is NULL", r.kind)
+		return errorf(cabi.BadHandle, "%s handle is NULL", r.kind)
 	}
-	return errorf(codeBadHandle, "%s handle is not a live %s (destroyed, or not from init)", r.kind, r.kind)
+	return errorf(cabi.BadHandle, "%s handle is not a live %s (destroyed, or not from init)", r.kind, r.kind)
 }
 
 // open is the body of publisher_init and subscriber_init: create makes
@@ -420,45 +378,31 @@ func (r *registry[S]) open(h *C.struct_rgaps_handle, topic *C.char, memory C.int
 		return report(err)
 	}
 	st.base().gpu = e.gpu
-	h.handle = C.uintptr_t(cgo.NewHandle(st))
 	h.memory = C.int32_t(st.base().memory())
-	r.mu.Lock()
-	r.live[handleKey(h)] = struct{}{}
-	r.mu.Unlock()
+	if !r.live.PutAt(handleKey(h), st) {
+		// capi.c allocated h just now: no live handle has its address.
+		panic(fmt.Sprintf("new %s handle %#x is live already", r.kind, handleKey(h)))
+	}
 	return codeOK
 }
 
 // lookup returns the state of h when h is live.
 func (r *registry[S]) lookup(h *C.struct_rgaps_handle) (S, error) {
-	var none S
 	key := handleKey(h)
-	if key == 0 {
-		return none, r.badHandle(key)
+	st, ok := cabi.Get[S](&r.live, key)
+	if !ok {
+		return st, r.badHandle(key)
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if _, ok := r.live[key]; !ok {
-		return none, r.badHandle(key)
-	}
-	return cgo.Handle(h.handle).Value().(S), nil
+	return st, nil
 }
 
 // remove forgets h, returning its state, when it is live.
 func (r *registry[S]) remove(h *C.struct_rgaps_handle) (S, error) {
-	var none S
 	key := handleKey(h)
-	if key == 0 {
-		return none, r.badHandle(key)
+	st, ok := cabi.Take[S](&r.live, key)
+	if !ok {
+		return st, r.badHandle(key)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.live[key]; !ok {
-		return none, r.badHandle(key)
-	}
-	delete(r.live, key)
-	ch := cgo.Handle(h.handle)
-	st := ch.Value().(S)
-	ch.Delete()
 	return st, nil
 }
 

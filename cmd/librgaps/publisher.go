@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -43,13 +44,13 @@ func rgapsgo_publisher_push(p *C.struct_rgaps_handle, size C.size_t, src unsafe.
 		return report(err)
 	}
 	if size == 0 {
-		return report(errorf(codeInval, "message_size is 0"))
+		return report(errorf(cabi.Invalid, "message_size is 0"))
 	}
 	if src == nil {
-		return report(errorf(codeInval, "payload pointer is NULL"))
+		return report(errorf(cabi.Invalid, "payload pointer is NULL"))
 	}
 	if uint64(size) > maxMessage {
-		return report(errorf(codeTooLarge, "message of %d bytes (pools hold at most %d)", uint64(size), uint64(maxMessage)))
+		return report(errorf(cabi.TooLarge, "message of %d bytes (pools hold at most %d)", uint64(size), uint64(maxMessage)))
 	}
 	if err := st.life.enter(); err != nil {
 		return report(err)
@@ -60,7 +61,7 @@ func rgapsgo_publisher_push(p *C.struct_rgaps_handle, size C.size_t, src unsafe.
 		return report(st.pub.PublishFrom(rgaps.DevicePtr(uintptr(src)), n))
 	}
 	if a := uintptr(src); a < 4096 || a+uintptr(n) < a {
-		return report(errorf(codeFault, "payload: cannot read %d bytes at %#x", n, a))
+		return report(errorf(cabi.Fault, "payload: cannot read %d bytes at %#x", n, a))
 	}
 	return report(pushHost(st.pub, src, n))
 }
@@ -82,7 +83,7 @@ func pushHost(pub *rgaps.Publisher, src unsafe.Pointer, n int) error {
 			l.Discard()
 		}
 	}()
-	guarded("payload", func() {
+	cabi.Guarded("payload", func() {
 		copy(l.Bytes(), unsafe.Slice((*byte)(src), n))
 	})
 	ok = true

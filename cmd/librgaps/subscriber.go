@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/cabi"
 )
 
 // pollSlice bounds one kernel wait of a pull, so that a destroy from
@@ -55,7 +56,7 @@ func (st *subState) holdLocked(smp *rgaps.Sample) (uintptr, error) {
 		b := smp.Bytes()
 		if len(b) == 0 {
 			smp.Return()
-			return 0, errorf(codeInternal, "a host subscriber received a message without host bytes")
+			return 0, errorf(cabi.Internal, "a host subscriber received a message without host bytes")
 		}
 		// The pool is a shared-memory mapping, not Go memory: C may keep
 		// this address for as long as the sample is held.
@@ -79,7 +80,7 @@ func (st *subState) pull() (uintptr, error) {
 	}
 	for {
 		if st.life.closing.Load() { // destroy has begun
-			return 0, errorf(codeClosed, "subscriber destroyed during subscriber_pull")
+			return 0, errorf(cabi.Closed, "subscriber destroyed during subscriber_pull")
 		}
 		smp, err := st.sub.Take()
 		if err == nil {
@@ -91,11 +92,11 @@ func (st *subState) pull() (uintptr, error) {
 		wait := pollSlice
 		switch {
 		case timeout == 0:
-			return 0, errorf(codeTimedOut, "no message queued (timeout 0)")
+			return 0, errorf(cabi.Timeout, "no message queued (timeout 0)")
 		case timeout > 0:
 			left := time.Until(deadline)
 			if left <= 0 {
-				return 0, errorf(codeTimedOut, "no message within %d ms", timeout)
+				return 0, errorf(cabi.Timeout, "no message within %d ms", timeout)
 			}
 			wait = min(wait, left)
 		}
@@ -155,7 +156,7 @@ func callHeld(s *C.struct_rgaps_handle, none string, fn func(st *subState) C.int
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if st.cur == nil {
-			return report(errorf(codeNoMsg, "%s", none))
+			return report(errorf(cabi.NoMessage, "%s", none))
 		}
 		return fn(st)
 	})

@@ -114,7 +114,9 @@ func doctor(w io.Writer) {
 		c.Close()
 	}
 	fmt.Fprintln(w, "inter-host bridge")
-	if st, err := bridgestatus.Query(cfg); err != nil {
+	if st, err := bridgestatus.Query(cfg); errors.Is(err, bridgestatus.ErrVersion) {
+		fmt.Fprintf(w, "  domain %d: %v\n", cfg.Domain, err)
+	} else if err != nil {
 		fmt.Fprintf(w, "  domain %d: no daemon bridges this host (rgaps daemon -peers HOST, or -config FILE)\n", cfg.Domain)
 	} else {
 		up := 0

@@ -389,7 +389,11 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 	}
 	g := graphView{topics: topics}
 	// Endpoints on other hosts, from this host's daemon when it bridges.
-	if st, err := status.Query(ctx.Engine().Config()); err == nil {
+	st, err := status.Query(ctx.Engine().Config())
+	if errors.Is(err, status.ErrVersion) {
+		fmt.Fprintf(os.Stderr, "rgaps: other hosts left out: %v\n", err)
+	}
+	if err == nil {
 		g.bridged = true
 		for _, p := range st.Peers {
 			for _, e := range p.Endpoints {

@@ -12,7 +12,7 @@
 // This is a cgo package with no Go API: cgo compiles the C and C++ files of
 // the package that contains them, so the rmw library (rmw/) imports it for
 // its side effect, and the objects it makes are linked into
-// librmw_rgaps.so, where rmw.c calls the rgaps_ts_* functions directly. The
+// librmw_rgaps.so, where its C files call the rgaps_ts_* functions directly. The
 // rmw's C files reach the headers through `#cgo CFLAGS: -I` of this
 // directory.
 //

@@ -3,7 +3,7 @@
  * messages in C memory (rosidl_typesupport_introspection_c) or C++ memory
  * (rosidl_typesupport_introspection_cpp) to and from classic CDR. They live
  * in typesupport/introspection (ts_cdr.c, ts_cxx.cpp), a cgo package the
- * rmw library imports so that its C code (rmw.c) links them; nothing here
+ * rmw library imports so that its C code (rmw/rmw_*.c) links them; nothing here
  * knows the rmw, shared memory or the network.
  *
  * Wire format: XCDR1 as ROS 2's DDS middlewares write it, byte for byte what
