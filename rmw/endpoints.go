@@ -327,7 +327,7 @@ func rgapsgo_pub_matched(h C.uintptr_t, out *C.size_t) (rc C.int) {
 	if p == nil {
 		return fail(retError, "publisher destroyed")
 	}
-	*out = C.size_t(p.p.Matched())
+	*out = C.size_t(matchedAcrossHosts(p.nd.ctx.c, p.p, nil))
 	return retOK
 }
 
@@ -418,7 +418,7 @@ func rgapsgo_sub_matched(h C.uintptr_t, out *C.size_t) (rc C.int) {
 	if s == nil {
 		return fail(retError, "subscription destroyed")
 	}
-	*out = C.size_t(s.s.Matched())
+	*out = C.size_t(matchedAcrossHosts(s.nd.ctx.c, nil, s.s))
 	return retOK
 }
 

@@ -7,6 +7,7 @@ import (
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	bridgestatus "github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // The graph rmw reports is this host's (read from shared memory) plus, when
@@ -74,4 +75,40 @@ func graphEndpoints(c *rgaps.Context, topic string) ([]zerocopy.EndpointInfo, er
 		}
 	}
 	return local, err
+}
+
+// matchedAcrossHosts is what the rmw reports as an endpoint's matched
+// count: the local peers it matches (the bridge daemon's endpoints left
+// out) plus the endpoints of the other kind on other hosts, with its topic,
+// type and compatible QoS, that the bridge carries. The bridge's own
+// endpoints are no measure of remote ones: there is one per topic for any
+// number of remote readers, and a remote publisher's stands in only once its
+// first message has crossed (so a service's reply topic would look
+// unmatched until the first reply: wait_for_service across hosts would wait
+// for ever).
+func matchedAcrossHosts(c *rgaps.Context, e *zerocopy.Publisher, s *zerocopy.Subscription) int {
+	var local int
+	var topic, typ string
+	var q qos.Profile
+	other := zerocopy.KindSubscription
+	if e != nil {
+		local, topic, typ, q = e.MatchedLocal(), e.Topic().Name(), e.Topic().Type(), e.QoS()
+	} else {
+		local, topic, typ, q = s.MatchedLocal(), s.Topic().Name(), s.Topic().Type(), s.QoS()
+		other = zerocopy.KindPublisher
+	}
+	_, eps := remote(c)
+	for _, r := range eps {
+		if r.Topic != topic || r.Type != typ || r.Kind != other {
+			continue
+		}
+		pub, sub := q, r.QoS
+		if other == zerocopy.KindPublisher {
+			pub, sub = r.QoS, q
+		}
+		if qos.FirstIncompatiblePolicy(pub, sub) == 0 {
+			local++
+		}
+	}
+	return local
 }

@@ -96,6 +96,7 @@ func rgapsgo_service_available(h C.uintptr_t, out *C.bool) (rc C.int) {
 	if p == nil {
 		return fail(retError, "client destroyed")
 	}
-	*out = C.bool(p.pub.p.Matched() > 0 && p.sub.s.Matched() > 0)
+	c := p.pub.nd.ctx.c
+	*out = C.bool(matchedAcrossHosts(c, p.pub.p, nil) > 0 && matchedAcrossHosts(c, nil, p.sub.s) > 0)
 	return retOK
 }

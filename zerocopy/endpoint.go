@@ -513,6 +513,26 @@ func (e *endpoint) matched() int {
 	return len(e.peers)
 }
 
+// MatchedLocal is Matched without the bridge daemon's endpoints, which stand
+// for endpoints on other hosts: a front end that counts those from the
+// remote graph instead adds them itself (0 after Close).
+func (e *endpoint) MatchedLocal() int {
+	if !e.enter() {
+		return 0
+	}
+	defer e.exit()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refreshMatches()
+	n := 0
+	for _, p := range e.peers {
+		if p.flags&flagBridge == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Closed reports whether Close was called.
 func (e *endpoint) Closed() bool { return e.closed.Load() }
 
