@@ -231,6 +231,7 @@ func TestRmw(t *testing.T) {
 	t.Run("LoanHolderKilled", func(t *testing.T) { rmwLoanKill(t, k) })
 	t.Run("SameBytesAsGoPrograms", func(t *testing.T) { rmwStringInterop(t, k) })
 	t.Run("CLIAndRmwNode", func(t *testing.T) { rmwCLIInterop(t, k) })
+	t.Run("CLIAndRmwNodePlainType", func(t *testing.T) { rmwCLIPlainInterop(t, k) })
 	t.Run("RaceDetector", func(t *testing.T) { rmwRace(t, k) })
 	t.Run("LivelinessOfKilledPublisher", func(t *testing.T) {
 		env := rmwEnv(k, 66)
@@ -356,6 +357,50 @@ func rmwCLIInterop(t *testing.T, k *rmwKit) {
 	}
 	if got, want := echo.stdout.String(), "data: 're: hello from the CLI, quoted'\n---\n"; got != want {
 		t.Errorf("echo of the rmw node's reply: %q, want %q", got, want)
+	}
+	if code := pub.wait(t); code != 0 {
+		t.Errorf("pub exited %d\n%s", code, pub)
+	}
+	rmwPassed(t, rmwNode)
+}
+
+// rmwCLIPlainInterop: the same with a plain type (rgaps_test/msg/Plain of
+// the harness, its .msg given to the CLI through RGAPS_INTERFACE_PATH),
+// which rmw nodes carry in the plain layout ([4 reserved][CDR header][body],
+// docs/ARCHITECTURE.md §3.10): `rgaps topic pub` reaches the rmw node's
+// rmw_take with its values, and `rgaps topic echo` prints the node's
+// replies, one published by copy and one as a loan.
+func rmwCLIPlainInterop(t *testing.T, k *rmwKit) {
+	const dom = "71"
+	bin := buildCLI(t, t.TempDir())
+	defs := t.TempDir()
+	writeFile(t, filepath.Join(defs, "rgaps_test", "msg", "Plain.msg"), "int64 stamp\nfloat64 x\nuint32 seq\n")
+	env := []string{"RGAPS_INTERFACE_PATH=" + defs, "AMENT_PREFIX_PATH="}
+	rmwNode, _ := rmwStart(t, rmwEnv(k, 71), k.progs["rmw_proc"], "plain_echo", "2") // two echoes
+	rmwNode.expect(t, "READY")
+	echo := startCLIEnv(t, bin, env, "topic", "echo", "/cli_plain_out", "rgaps_test/msg/Plain", "-n", "2", "-domain", dom)
+	raw := startCLIEnv(t, bin, env, "topic", "echo", "/cli_plain_out", "rgaps_test/msg/Plain", "-raw", "-n", "2", "-domain", dom)
+	pub := startCLIEnv(t, bin, env, "topic", "pub", "-times", "1", "-wait", "60", "-domain", dom,
+		"--", "/cli_plain_in", "rgaps_test/msg/Plain", "{stamp: -1234567890123, x: 2.5, seq: 7}")
+	rmwNode.expect(t, "GOT -1234567890123 2.5 7")
+	if code := echo.wait(t); code != 0 {
+		t.Fatalf("echo exited %d\n%s\n%s", code, echo, rmwNode)
+	}
+	want := "stamp: -1234567890122\nx: 5.0\nseq: 8\n---\nstamp: -1234567890121\nx: 7.5\nseq: 9\n---\n"
+	if got := echo.stdout.String(); got != want {
+		t.Errorf("echo of the rmw node's replies:\n%s\nwant\n%s\n%s", got, want, echo)
+	}
+	if e := echo.err.String(); e != "" {
+		t.Errorf("echo reported on stderr:\n%s", e)
+	}
+	// -raw shows the payloads as they are: 4 reserved zero bytes, the CDR
+	// header, the 20-byte body; the loan (the second) carries the whole
+	// 24-byte struct, its trailing padding after the body
+	if code := raw.wait(t); code != 0 {
+		t.Fatalf("echo -raw exited %d\n%s", code, raw)
+	}
+	if got, want := raw.stdout.String(), regexp.MustCompile(`^seq=1 size=28 bytes first=0000000000010000\S+\nseq=2 size=32 bytes first=0000000000010000\S+\n$`); !want.MatchString(got) {
+		t.Errorf("echo -raw printed\n%s\nwant plain payloads of 28 and 32 bytes", got)
 	}
 	if code := pub.wait(t); code != 0 {
 		t.Errorf("pub exited %d\n%s", code, pub)

@@ -81,11 +81,13 @@ func echoTypeError(err error) error {
 func runEcho(o echoOpts, w io.Writer) error {
 	return o.run("_rgaps_echo", func(s *session, sub *rgaps.Subscription, typ string) error {
 		var m *schema.Message // nil: summary lines
+		prefix := 0           // bytes before the CDR: the plain layout's
 		if !o.raw && typ != typeBytes {
 			var err error
 			if m, err = resolveMessage(typ); err != nil {
 				return fmt.Errorf("cannot decode the topic's type: %w\n(-raw prints a summary line of each message, for any type)", err)
 			}
+			prefix = payloadPrefix(m)
 		}
 		bw := bufio.NewWriter(w)
 		items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
@@ -101,7 +103,7 @@ func runEcho(o echoOpts, w io.Writer) error {
 					fmt.Fprintln(bw, summaryLine(smp.Info().Sequence, b))
 					return
 				}
-				if derr := o.format.printMessage(bw, m, b); derr != nil {
+				if derr := o.format.printMessage(bw, m, prefix, b); derr != nil {
 					// Said on stderr, with the first bytes; the echo goes
 					// on, as a subscriber would.
 					fmt.Fprintf(os.Stderr, "not a valid %s (%v): %s\n", typ, strings.TrimPrefix(derr.Error(), "schema: "), summaryLine(smp.Info().Sequence, b))

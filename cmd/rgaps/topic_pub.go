@@ -34,6 +34,7 @@ type pubOpts struct {
 	wait    time.Duration
 	values  string          // the values argument: YAML flow syntax, or raw bytes with -raw
 	msg     *schema.Message // the type's definition (nil for raw payloads)
+	prefix  int             // payloadPrefix(msg)
 }
 
 func parsePub(args []string, out io.Writer) (pubOpts, error) {
@@ -111,6 +112,7 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 		return o, err
 	}
 	o.typ = o.msg.FullName() // std_msgs/String is std_msgs/msg/String's topic
+	o.prefix = payloadPrefix(o.msg)
 	if _, err := parseValues(o.msg, o.values); err != nil {
 		return o, badUsage("values for %s: %v", o.typ, strings.TrimPrefix(err.Error(), "schema: "))
 	}
@@ -192,7 +194,7 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 		if v, err = parseValues(o.msg, o.values); err != nil {
 			return "", err
 		}
-		if size, err = schema.SerializedSize(o.msg, v); err != nil {
+		if size, err = payloadSize(v, o.prefix); err != nil {
 			return "", err
 		}
 	}
@@ -208,7 +210,7 @@ func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
 	var what string
 	switch {
 	case v != nil:
-		if err := encodeInto(b, v); err != nil {
+		if err := encodeInto(b, v, o.prefix); err != nil {
 			loan.Discard()
 			return "", err
 		}

@@ -48,13 +48,13 @@ func TestTopicValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := make([]byte, 14)
-	if err := encodeInto(b, v); err != nil {
+	if err := encodeInto(b, v, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := []byte{0, 1, 0, 0, 6, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0}; !bytes.Equal(b, want) {
 		t.Errorf("hello: % x, want % x", b, want)
 	}
-	if err := encodeInto(make([]byte, 20), v); err == nil {
+	if err := encodeInto(make([]byte, 20), v, 0); err == nil {
 		t.Error("encodeInto a buffer of the wrong size: no error")
 	}
 	// one-field messages of other types take their value alone too
@@ -108,7 +108,7 @@ func TestTopicEchoFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Reset()
-		if err := (echoFormat{}).printMessage(&b, str, enc); err != nil || b.String() != want {
+		if err := (echoFormat{}).printMessage(&b, str, 0, enc); err != nil || b.String() != want {
 			t.Errorf("echo of %q: %q, %v; want %q", in, b.String(), err, want)
 		}
 	}
@@ -119,20 +119,73 @@ func TestTopicEchoFormat(t *testing.T) {
 	}
 	enc, _ := schema.Encode(img, v)
 	b.Reset()
-	if err := (echoFormat{opt: schema.FormatOptions{TruncateLength: 2}}).printMessage(&b, img, enc); err != nil {
+	if err := (echoFormat{opt: schema.FormatOptions{TruncateLength: 2}}).printMessage(&b, img, 0, enc); err != nil {
 		t.Fatal(err)
 	}
 	if want := "  frame_id: ca...\nheight: 1\nwidth: 3\nencoding: mo...\nis_bigendian: 0\nstep: 3\ndata:\n- 7\n- 8\n- '... 1 more'\n---\n"; !strings.HasSuffix(b.String(), want) {
 		t.Errorf("Image:\n%s\nwant the end to be\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := (echoFormat{flow: true}).printMessage(&b, img, enc); err != nil || !strings.HasSuffix(b.String(), "data: [7, 8, 9]}\n---\n") {
+	if err := (echoFormat{flow: true}).printMessage(&b, img, 0, enc); err != nil || !strings.HasSuffix(b.String(), "data: [7, 8, 9]}\n---\n") {
 		t.Errorf("flow style: %q, %v", b.String(), err)
 	}
 	// bytes that are not this type: an error, nothing printed
 	b.Reset()
-	if err := (echoFormat{}).printMessage(&b, img, []byte{0, 1, 0, 0, 1}); err == nil || b.Len() != 0 {
+	if err := (echoFormat{}).printMessage(&b, img, 0, []byte{0, 1, 0, 0, 1}); err == nil || b.Len() != 0 {
 		t.Errorf("malformed Image: printed %q, %v", b.String(), err)
+	}
+}
+
+// TestTopicPlainLayout: plain types' messages are written and read as the
+// rmw library lays them out, [4 reserved][CDR header][body]; the others
+// as bare CDR.
+func TestTopicPlainLayout(t *testing.T) {
+	for name, want := range map[string]int{
+		"std_msgs/msg/Int32":            plainPrefix,
+		"geometry_msgs/msg/Twist":       plainPrefix,
+		"builtin_interfaces/msg/Time":   plainPrefix,
+		"std_msgs/msg/String":           0,
+		"std_msgs/msg/Header":           0,
+		"geometry_msgs/msg/PoseStamped": 0,
+	} {
+		if got := payloadPrefix(mustType(t, name)); got != want {
+			t.Errorf("payloadPrefix(%s) = %d, want %d", name, got, want)
+		}
+	}
+
+	i32 := mustType(t, "std_msgs/msg/Int32")
+	v, err := parseValues(i32, "-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := payloadPrefix(i32)
+	n, err := payloadSize(v, prefix)
+	if err != nil || n != 12 {
+		t.Fatalf("payloadSize(Int32) = %d, %v; want 12", n, err)
+	}
+	b := bytes.Repeat([]byte{0xee}, n) // a loan holds what it held before
+	if err := encodeInto(b, v, prefix); err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{0, 0, 0, 0, 0, 1, 0, 0, 0xfe, 0xff, 0xff, 0xff}; !bytes.Equal(b, want) {
+		t.Errorf("Int32 -2: % x, want % x", b, want)
+	}
+	if err := encodeInto(make([]byte, 8), v, prefix); err == nil {
+		t.Error("encodeInto without room for the body: no error")
+	}
+
+	var out bytes.Buffer
+	b[0] = 1 // the reserved bytes are not read
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b); err != nil || out.String() != "data: -2\n---\n" {
+		t.Errorf("echo of a plain Int32: %q, %v", out.String(), err)
+	}
+	// bare CDR on a plain type's topic is not what rmw nodes send: refused
+	out.Reset()
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[prefix:]); err == nil || out.Len() != 0 {
+		t.Errorf("bare CDR as a plain Int32: printed %q, %v", out.String(), err)
+	}
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[:3]); err == nil || !strings.Contains(err.Error(), "prefix") || out.Len() != 0 {
+		t.Errorf("3 bytes as a plain Int32: printed %q, %v", out.String(), err)
 	}
 }
 

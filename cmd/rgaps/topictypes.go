@@ -78,16 +78,45 @@ func parseValues(m *schema.Message, text string) (*schema.Struct, error) {
 	return schema.Parse(m, text)
 }
 
-// encodeInto writes the CDR of v (header included) into b, which has
-// exactly schema.SerializedSize bytes: a loan, so the message is built in
-// place.
-func encodeInto(b []byte, v *schema.Struct) error {
-	e := cdr.NewEncoder(b[:0:len(b)])
+// plainPrefix is the number of reserved bytes before the CDR header in the
+// payloads of plain types (docs/ARCHITECTURE.md §3.10, rmw_impl.h's
+// RGAPS_MSG_PREFIX): version 1 writes them as zero and ignores them on
+// reading.
+const plainPrefix = 4
+
+// payloadPrefix returns how many bytes precede the CDR header in the
+// payloads of m's topics: plainPrefix for plain types (schema.PlainSize,
+// the rmw library's rgaps_ts_is_plain), which rmw nodes carry in the
+// plain layout, 0 for the others.
+func payloadPrefix(m *schema.Message) int {
+	if _, plain := schema.PlainSize(m); plain {
+		return plainPrefix
+	}
+	return 0
+}
+
+// payloadSize is the size of v's payload with prefix reserved bytes
+// before its CDR.
+func payloadSize(v *schema.Struct, prefix int) (int, error) {
+	n, err := schema.SerializedSize(v.Type, v)
+	return prefix + n, err
+}
+
+// encodeInto writes prefix zero bytes and the CDR of v (header included)
+// into b, which has exactly payloadSize bytes: a loan, so the message is
+// built in place.
+func encodeInto(b []byte, v *schema.Struct, prefix int) error {
+	if len(b) <= prefix {
+		return fmt.Errorf("a %d-byte loan for a message with a %d-byte prefix", len(b), prefix)
+	}
+	clear(b[:prefix])
+	body := b[prefix:]
+	e := cdr.NewEncoder(body[:0:len(body)])
 	if err := schema.EncodeTo(e, v.Type, v); err != nil {
 		return err
 	}
-	if out := e.Bytes(); len(out) != len(b) || &out[0] != &b[0] {
-		return fmt.Errorf("encoded %d bytes for a %d-byte loan", len(out), len(b))
+	if out := e.Bytes(); len(out) != len(body) || &out[0] != &body[0] {
+		return fmt.Errorf("encoded %d bytes for a %d-byte loan", prefix+len(out), len(b))
 	}
 	return nil
 }
@@ -98,11 +127,15 @@ type echoFormat struct {
 	flow bool // one line per message in flow syntax instead of block YAML
 }
 
-// printMessage decodes one message of m and writes it as `ros2 topic echo`
-// does: block YAML and a "---" line. A message that does not decode is an
-// error for the caller to report; nothing is written then.
-func (f echoFormat) printMessage(w io.Writer, m *schema.Message, b []byte) error {
-	v, err := schema.Decode(m, b)
+// printMessage decodes one message of m, whose CDR follows prefix bytes
+// (payloadPrefix), and writes it as `ros2 topic echo` does: block YAML and
+// a "---" line. A message that does not decode is an error for the caller
+// to report; nothing is written then.
+func (f echoFormat) printMessage(w io.Writer, m *schema.Message, prefix int, b []byte) error {
+	if len(b) < prefix {
+		return fmt.Errorf("%d bytes, shorter than the %d-byte prefix of a plain type's payload", len(b), prefix)
+	}
+	v, err := schema.Decode(m, b[prefix:])
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,12 @@
  *   rmw_proc string_echo  takes a std_msgs/msg/String on /cli_chatter
  *                       (published by a Go program or the rgaps CLI),
  *                       prints GOT <text>, answers "re: <text>" on /cli_reply
+ *   rmw_proc plain_echo N  takes a rgaps_test/msg/Plain on /cli_plain_in
+ *                       (published by the rgaps CLI), prints GOT <stamp>
+ *                       <x> <seq>, and once N subscriptions of
+ *                       /cli_plain_out matched answers {stamp+1, x*2,
+ *                       seq+1} there with rmw_publish, then {stamp+2, x*3,
+ *                       seq+2} as a loan (both in the plain layout)
  *   rmw_proc live_pub   publishes on /lively, prints READY and waits to be
  *                       killed
  *   rmw_proc live_watch subscribes to /lively, prints MATCHED once the
@@ -316,6 +322,40 @@ static int string_echo(void)
 	return 0;
 }
 
+static int plain_echo(size_t subs)
+{
+	rmw_node_t *n = rmw_create_node(&ctx, "plain_echo", "/");
+	MUST(n != NULL);
+	rmw_subscription_t *s = rmw_create_subscription(n, &Plain_ts, "/cli_plain_in", &h_qos_default, &so);
+	rmw_publisher_t *p = rmw_create_publisher(n, &Plain_ts, "/cli_plain_out", &h_qos_default, &po);
+	MUST(s && p);
+	CHECK(s->can_loan_messages && p->can_loan_messages); /* plain */
+	printf("READY\n");
+	fflush(stdout);
+	MUST(h_wait_sub(ws, s, 20000));
+	Plain m;
+	Plain_init(&m, 0);
+	bool taken = false;
+	CHECK_RC(rmw_take(s, &m, &taken, NULL), RMW_RET_OK);
+	MUST(taken);
+	printf("GOT %lld %.17g %u\n", (long long)m.stamp, m.x, (unsigned)m.seq);
+	fflush(stdout);
+	size_t cnt = 0;
+	CHECK(H_EVENTUALLY(rmw_publisher_count_matched_subscriptions(p, &cnt) == RMW_RET_OK && cnt >= subs, 20000));
+	Plain r = {m.stamp + 1, m.x * 2, m.seq + 1};
+	CHECK_RC(rmw_publish(p, &r, NULL), RMW_RET_OK);
+	void *loan = NULL;
+	CHECK_RC(rmw_borrow_loaned_message(p, &Plain_ts, &loan), RMW_RET_OK);
+	MUST(loan != NULL);
+	*(Plain *)loan = (Plain){m.stamp + 2, m.x * 3, m.seq + 2};
+	CHECK_RC(rmw_publish_loaned_message(p, loan, NULL), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(n, p), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_subscription(n, s), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_node(n), RMW_RET_OK);
+	h_pass("plain_with_the_cli");
+	return 0;
+}
+
 static int live_pub(void)
 {
 	rmw_node_t *n = rmw_create_node(&ctx, "live_pub", "/");
@@ -558,7 +598,7 @@ static int ros_node(const char *role, const char *ns)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|string_echo|live_pub|live_watch|ros_node ROLE NS\n");
+		fprintf(stderr, "usage: rmw_proc peer|observer|loan_pub|loan_hold|string_echo|plain_echo N|live_pub|live_watch|ros_node ROLE NS\n");
 		return 2;
 	}
 	h_init(&ctx, &opts, h_allocator());
@@ -575,6 +615,8 @@ int main(int argc, char **argv)
 		rc = loan_hold();
 	else if (strcmp(argv[1], "string_echo") == 0)
 		rc = string_echo();
+	else if (strcmp(argv[1], "plain_echo") == 0 && argc == 3)
+		rc = plain_echo(strtoul(argv[2], NULL, 10));
 	else if (strcmp(argv[1], "live_pub") == 0)
 		rc = live_pub();
 	else if (strcmp(argv[1], "live_watch") == 0)

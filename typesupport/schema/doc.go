@@ -43,4 +43,7 @@
 // [SerializedSize] returns the exact length Encode produces;
 // [MaxSerializedSize] and [FixedSize] describe the type as a whole (for
 // preallocation and loans). Errors carry the field path ([FieldError]).
+// [PlainSize] decides, as the rmw library's walkers do, whether a type is
+// plain (its C memory layout is its CDR layout), which puts 4 reserved
+// bytes before the CDR of its messages on rmw topics.
 package schema
