@@ -20,7 +20,7 @@ func TestDecodeVersion(t *testing.T) {
 		t.Fatalf("Decode: %+v, %v", st, err)
 	}
 	for _, bad := range []string{
-		`{"host":"old daemon","peers":[]}`,        // before the field: version 0
+		`{"host":"old daemon","peers":[]}`,       // before the field: version 0
 		`{"version":2,"host":"x","peers":"new"}`, // a later version whose fields changed type
 	} {
 		_, err := Decode([]byte(bad))
