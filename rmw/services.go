@@ -96,7 +96,11 @@ func rgapsgo_service_available(h C.uintptr_t, out *C.bool) (rc C.int) {
 	if p == nil {
 		return fail(retError, "client destroyed")
 	}
-	c := p.pub.nd.ctx.c
-	*out = C.bool(matchedAcrossHosts(c, p.pub.p, nil) > 0 && matchedAcrossHosts(c, nil, p.sub.s) > 0)
+	// Requests need a local taker now: the server, or the bridge's
+	// subscription that carries them to the server's host (a request
+	// published before it exists is lost). Replies need a server anywhere:
+	// a remote server's replies come through a bridge publisher that this
+	// host's daemon makes with the first one.
+	*out = C.bool(p.pub.p.Matched() > 0 && matchedAcrossHosts(p.pub.nd.ctx.c, nil, p.sub.s) > 0)
 	return retOK
 }
