@@ -13,39 +13,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/subcmd"
 )
 
 // errUsage makes main print the usage and exit 2.
-var errUsage = errors.New("usage")
+var errUsage = subcmd.ErrUsage
 
-type command struct {
-	name, summary string
-	run           func(args []string) error
-}
-
-var commands []command
+var commands = &subcmd.Set{Prog: "rgaps-bench", Noun: "benchmark", Width: 8,
+	Tail: `run "rgaps-bench <benchmark> -h" for its flags`}
 
 func register(name, summary string, run func(args []string) error) {
-	commands = append(commands, command{name, summary, run})
+	commands.Register(name, summary, run)
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rgaps-bench <benchmark> [flags]\n\nbenchmarks:")
-	for _, c := range commands {
-		if strings.HasPrefix(c.summary, "(internal)") {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(os.Stderr, "\nrun \"rgaps-bench <benchmark> -h\" for its flags")
-}
+func usage() { commands.Usage(os.Stderr) }
 
 // signalContext is the context of a benchmark run: ^C or SIGTERM cancels
 // it, and the benchmark then ends its processes and removes its shared
@@ -54,26 +39,4 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
-	for _, c := range commands {
-		if c.name == os.Args[1] {
-			err := c.run(os.Args[2:])
-			switch {
-			case err == nil:
-			case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
-				os.Exit(2)
-			default:
-				fmt.Fprintln(os.Stderr, "rgaps-bench "+c.name+":", err)
-				os.Exit(1)
-			}
-			return
-		}
-	}
-	fmt.Fprintf(os.Stderr, "rgaps-bench: unknown benchmark %q\n", os.Args[1])
-	usage()
-	os.Exit(2)
-}
+func main() { commands.Main(os.Args[1:]) }
