@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,7 +24,7 @@ import (
 // errUsage makes main print the usage and exit 2.
 var errUsage = subcmd.ErrUsage
 
-var commands = &subcmd.Set{Prog: "rgaps-bench", Noun: "benchmark", Width: 8,
+var commands = &subcmd.Set{Quiet: []error{flag.ErrHelp}, Prog: "rgaps-bench", Noun: "benchmark", Width: 8,
 	Tail: `run "rgaps-bench <benchmark> -h" for its flags`}
 
 func register(name, summary string, run func(args []string) error) {

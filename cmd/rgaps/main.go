@@ -10,6 +10,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/subcmd"
@@ -18,7 +19,7 @@ import (
 // errUsage makes main print the usage and exit 2.
 var errUsage = subcmd.ErrUsage
 
-var commands = &subcmd.Set{Prog: "rgaps", Noun: "command", Width: 12,
+var commands = &subcmd.Set{Quiet: []error{flag.ErrHelp}, Prog: "rgaps", Noun: "command", Width: 12,
 	Tail: "environment: ROS_DOMAIN_ID, RGAPS_SHM_PREFIX, RGAPS_POOL_SIZE, RGAPS_BUSY_POLL"}
 
 func register(name, summary string, run func(args []string) error) {

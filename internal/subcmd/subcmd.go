@@ -6,7 +6,6 @@ package subcmd
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +22,9 @@ type Set struct {
 	Noun  string // what a command is called ("command", "benchmark")
 	Width int    // width of the name column in the usage listing
 	Tail  string // printed after the listing
+	// Quiet are errors, besides ErrUsage, after which the command has said
+	// all there is to say (flag.ErrHelp): exit 2 without a message.
+	Quiet []error
 	cmds  []command
 }
 
@@ -66,8 +68,13 @@ func (s *Set) Main(args []string) {
 		switch {
 		case err == nil:
 			os.Exit(0)
-		case errors.Is(err, ErrUsage), errors.Is(err, flag.ErrHelp):
+		case errors.Is(err, ErrUsage):
 			os.Exit(2)
+		}
+		for _, q := range s.Quiet {
+			if errors.Is(err, q) {
+				os.Exit(2)
+			}
 		}
 		fmt.Fprintf(os.Stderr, "%s %s: %v\n", s.Prog, c.name, err)
 		os.Exit(1)
