@@ -300,6 +300,9 @@ func (b *Bridge) Close() error {
 	}
 	b.mu.Unlock()
 	close(b.quit)
+	if i, ok := b.prov.(transport.Interrupter); ok {
+		i.Interrupt() // a link dialing a peer that is gone stops now
+	}
 	if b.statusLn != nil {
 		b.statusLn.Close()
 	}

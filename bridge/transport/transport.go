@@ -162,6 +162,12 @@ type Listener interface {
 	Close() error
 }
 
+// Interrupter is implemented by providers whose Dial may wait for a peer
+// that went away (libfabric's connection manager): Interrupt makes every
+// Dial in progress, and every later one, fail at once with ErrClosed. Call
+// it when shutting down, before waiting for whatever dials.
+type Interrupter interface{ Interrupt() }
+
 // Provider is one transport implementation, opened once per process and
 // network interface: it owns the registrations (keys are unique per
 // provider) and the endpoints.

@@ -184,7 +184,7 @@ func (c *core) waitConnected(deadline time.Time, abort func() bool) error {
 			return fmt.Errorf("libfabric %s: no connection within %v: %w", c.p.name, c.p.opts.Timeout, transport.ErrTimeout)
 		}
 		if abort != nil && abort() {
-			return fmt.Errorf("libfabric %s: listener closed while accepting: %w", c.p.name, transport.ErrClosed)
+			return fmt.Errorf("libfabric %s: given up while connecting (listener or provider closing): %w", c.p.name, transport.ErrClosed)
 		}
 		if !c.pause(spins) {
 			return transport.ErrClosed
@@ -361,7 +361,7 @@ func (p *Provider) dialMSG(addr string) (transport.Endpoint, error) {
 	if r := C.fi_connect(c.ep, csa, nil, 0); r != 0 {
 		err = fiError("fi_connect", int(-r), "")
 	} else {
-		err = c.waitConnected(time.Now().Add(p.opts.Timeout), nil)
+		err = c.waitConnected(time.Now().Add(p.opts.Timeout), p.interrupted.Load)
 	}
 	e.mu.Unlock()
 	if err != nil {

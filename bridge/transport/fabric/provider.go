@@ -28,6 +28,10 @@ const Available = true
 // Lock order: an endpoint's or listener's mutex, shmPeers, landMu, then
 // Provider.mu; never the other way round.
 type Provider struct {
+	// interrupted: Interrupt was called; dials waiting for their
+	// connection give up.
+	interrupted atomic.Bool
+
 	name   string // libfabric provider name: tcp, shm, verbs
 	epType C.enum_fi_ep_type
 	opts   Options
@@ -278,6 +282,12 @@ func (p *Provider) regLocked(base unsafe.Pointer, n int, access uint64) (*C.stru
 
 // Close implements transport.Provider: it closes the listeners, endpoints
 // and regions still open, then the domain and fabric.
+// Interrupt makes every Dial waiting for its connection, and every later
+// one, fail at once with transport.ErrClosed (transport.Interrupter). A dial
+// to a peer that went away would otherwise hold its socket until the
+// provider's timeout.
+func (p *Provider) Interrupt() { p.interrupted.Store(true) }
+
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	if p.closed {
