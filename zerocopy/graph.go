@@ -492,12 +492,7 @@ type NodeInfo struct {
 }
 
 // FullName is namespace + "/" + name.
-func (n NodeInfo) FullName() string {
-	if n.Namespace == "/" {
-		return "/" + n.Name
-	}
-	return n.Namespace + "/" + n.Name
-}
+func (n NodeInfo) FullName() string { return names.FullNodeName(n.Name, n.Namespace) }
 
 // NodeHandle is a node registered in the domain graph.
 type NodeHandle struct {
