@@ -307,10 +307,10 @@ func (l *Loan) publishEntered() error {
 	return l.p.publish(l.n, l.origin)
 }
 
-// Origin is where a message really comes from, for a publisher that
-// republishes it (the bridge daemon delivering a message from another
-// host): subscribers see this source timestamp and publisher GID in
-// MessageInfo instead of the republisher's.
+// Origin is where a message really comes from, for a republishing
+// publisher (EndpointSpec.Republish) that carries it in from elsewhere
+// (the bridge: from another host): subscribers see this source timestamp
+// and publisher GID in MessageInfo instead of the republisher's.
 type Origin struct {
 	Timestamp time.Time
 	GID       GID

@@ -507,7 +507,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	paths := map[string]int{}
 	if eps, err := s.ctx.Endpoints(topic); err == nil {
 		for _, e := range eps {
-			if !e.Bridge {
+			if !e.Republish {
 				paths[e.Path]++
 			}
 		}

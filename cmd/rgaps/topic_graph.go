@@ -92,7 +92,7 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 		return fmt.Errorf("reading the graph: %w", err)
 	}
 	// The bridge's own endpoints stand for the remote ones listed below.
-	eps = slices.DeleteFunc(eps, func(e zerocopy.EndpointInfo) bool { return e.Bridge })
+	eps = slices.DeleteFunc(eps, func(e zerocopy.EndpointInfo) bool { return e.Republish })
 	type row struct {
 		zerocopy.EndpointInfo
 		host      string // "" on this host
