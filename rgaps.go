@@ -1,21 +1,21 @@
-// Package rgaps is the native Go API of rmw_rgaps: GPU-aware, zero-copy
-// publish/subscribe with ROS 2 semantics.
+// Package rgaps is the ROS layer of rmw_rgaps's Go API: a Context joins the
+// ROS domain of the environment (ROS_DOMAIN_ID) on this host, and a Node is
+// a ROS node in the domain's graph that owns the endpoints made through it
+// and expands relative topic names by ROS rules.
 //
-// A Context joins a ROS domain on this host; a Node owns publishers and
-// subscriptions; a Publisher lends blocks of a topic's shared pool (Loan),
-// which subscriptions in other processes read in place (Take) until they
-// Return them. Only metadata moves between processes: N subscriptions cost
-// one copy, not N. QoS follows ROS 2 (package zerocopy/qos).
+// The engine itself is package zerocopy, which is public: publishers,
+// subscriptions, loans, samples, QoS (zerocopy/qos), graph queries and
+// wait sets are its types, used directly. This package holds no aliases of
+// them (test/boundaries_test.go); it adds only what is ROS and not engine.
+// Every front end (the rmw, the C API, the CLI, the demo) makes its
+// contexts and nodes here and its endpoints through zerocopy.
 //
 //	ctx, _ := rgaps.NewContext(rgaps.Options{})
 //	node, _ := ctx.NewNode("camera", "/")
-//	pub, _ := node.NewPublisher("image", "sensor_msgs/msg/Image", rgaps.SensorDataQoS())
-//	loan, _ := pub.Loan(len(frame))
-//	copy(loan.Bytes(), frame) // or render straight into loan.Bytes()
+//	pub, _ := node.NewPublisher("image", "sensor_msgs/msg/Image", qos.SensorData())
+//	loan, _ := pub.Loan(len(frame)) // a *zerocopy.Loan
+//	copy(loan.Bytes(), frame)       // or render straight into loan.Bytes()
 //	loan.Publish()
-//
-// The engine lives in package zerocopy; this package adds nodes, ROS name
-// expansion and the ROS environment (ROS_DOMAIN_ID).
 package rgaps
 
 import (
@@ -32,33 +32,8 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-// Types of the engine that the API hands out unchanged.
-type (
-	QoS            = qos.Profile
-	Publisher      = zerocopy.Publisher
-	Subscription   = zerocopy.Subscription
-	Loan           = zerocopy.Loan
-	Sample         = zerocopy.Sample
-	MessageInfo    = zerocopy.MessageInfo
-	Status         = zerocopy.Status
-	GID            = zerocopy.GID
-	NodeInfo       = zerocopy.NodeInfo
-	TopicInfo      = zerocopy.TopicInfo
-	EndpointInfo   = zerocopy.EndpointInfo
-	GuardCondition = zerocopy.GuardCondition
-	Waitable       = zerocopy.Waitable
-	EngineConfig   = zerocopy.Config
-	Memory         = zerocopy.Memory
-	DevicePtr      = zerocopy.DevicePtr
-)
-
-// Memory forms an endpoint can use.
-const (
-	MemoryHost = zerocopy.MemoryHost
-	MemoryGPU  = zerocopy.MemoryGPU
-)
-
-// EndpointOption adjusts a publisher or subscription being created.
+// EndpointOption adjusts the spec of a publisher or subscription that
+// Node.NewPublisher or Node.NewSubscription creates.
 type EndpointOption func(*zerocopy.EndpointSpec)
 
 // OnGPU makes the endpoint read and write device memory: a publisher loans
@@ -67,45 +42,27 @@ type EndpointOption func(*zerocopy.EndpointSpec)
 // GPU pool, owned by the per-host daemon (started automatically).
 func OnGPU() EndpointOption { return func(s *zerocopy.EndpointSpec) { s.Memory = zerocopy.MemoryGPU } }
 
-// The QoS profiles ROS 2 names.
-var (
-	DefaultQoS         = qos.Default
-	SensorDataQoS      = qos.SensorData
-	ServicesDefaultQoS = qos.ServicesDefault
-	ParameterEventsQoS = qos.ParameterEvents
-	SystemDefaultQoS   = qos.SystemDefault
-	RosoutQoS          = qos.Rosout
-	QoSByName          = qos.ByName
-)
-
-// Errors callers test with errors.Is (see package zerocopy for all).
-var (
-	ErrNoData        = zerocopy.ErrNoData
-	ErrTimeout       = zerocopy.ErrTimeout
-	ErrClosed        = zerocopy.ErrClosed
-	ErrInvalid       = zerocopy.ErrInvalid
-	ErrPoolExhausted = zerocopy.ErrPoolExhausted
-	ErrTooLarge      = zerocopy.ErrTooLarge
-	// ErrNotSupported: the machine lacks what was asked (no GPU, ...).
-	ErrNotSupported = zerocopy.ErrNotSupported
-)
-
 // Options configure a Context.
 type Options struct {
 	// Domain is the ROS domain id. nil means ROS_DOMAIN_ID, or 0.
 	Domain *uint32
+	// Enclave is the security enclave the context's nodes register in
+	// (graph queries report it); "" means "/".
+	Enclave string
 	// Logger receives the engine's log lines; nil is silent.
 	Logger *slog.Logger
-	// Engine tunes pools and queues (zero values are the defaults).
-	Engine EngineConfig
+	// Engine tunes pools and queues (zero values are the defaults); its
+	// Domain and Logger are replaced by the fields above.
+	Engine zerocopy.Config
 }
 
 // Context is a process's membership of a ROS domain on this host.
 type Context struct {
-	d *zerocopy.Domain
+	d       *zerocopy.Domain
+	enclave string
 
 	mu    sync.Mutex
-	nodes map[*Node]struct{}
+	nodes map[*Node]struct{} // nodes not closed yet
 }
 
 // DomainFromEnv reads ROS_DOMAIN_ID (0 when unset).
@@ -116,7 +73,7 @@ func DomainFromEnv() (uint32, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("%w: ROS_DOMAIN_ID=%q is not a domain id", ErrInvalid, v)
+		return 0, fmt.Errorf("%w: ROS_DOMAIN_ID=%q is not a domain id", zerocopy.ErrInvalid, v)
 	}
 	return uint32(n), nil
 }
@@ -140,16 +97,22 @@ func NewContext(o Options) (*Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Context{d: d, nodes: map[*Node]struct{}{}}, nil
+	encl := o.Enclave
+	if encl == "" {
+		encl = "/"
+	}
+	return &Context{d: d, enclave: encl, nodes: map[*Node]struct{}{}}, nil
 }
 
-// Engine is the underlying engine domain (for the CLI and the rmw layer).
+// Engine is the engine domain the context opened: endpoints, graph queries
+// and wait sets are made from it.
 func (c *Context) Engine() *zerocopy.Domain { return c.d }
 
 // DomainID is the domain the context joined.
 func (c *Context) DomainID() uint32 { return c.d.Config().Domain }
 
-// Close closes every node (and their endpoints) and leaves the domain.
+// Close closes every node (and the endpoints they own) and leaves the
+// domain.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	nodes := make([]*Node, 0, len(c.nodes))
@@ -159,13 +122,17 @@ func (c *Context) Close() error {
 	c.mu.Unlock()
 	var errs []error
 	for _, n := range nodes {
-		if err := n.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		if err := n.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, c.d.Close())
 	return errors.Join(errs...)
 }
+
+// Endpoint is what a node closes when it is closed: a *zerocopy.Publisher
+// or *zerocopy.Subscription, or a front end's own wrapper of one (Track).
+type Endpoint interface{ Close() error }
 
 // Node owns endpoints; its name is visible in the graph of every process.
 type Node struct {
@@ -174,12 +141,7 @@ type Node struct {
 
 	mu        sync.Mutex
 	closed    bool
-	endpoints map[endpointHandle]struct{}
-}
-
-type endpointHandle interface {
-	Close() error
-	Closed() bool
+	endpoints map[Endpoint]struct{} // guarded by mu; nil once closed
 }
 
 // NewNode registers a node. namespace "" means "/".
@@ -187,33 +149,39 @@ func (c *Context) NewNode(name, namespace string) (*Node, error) {
 	if namespace == "" {
 		namespace = "/"
 	}
-	h, err := c.d.RegisterNode(name, namespace, "/")
+	h, err := c.d.RegisterNode(name, namespace, c.enclave)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{c: c, h: h, endpoints: map[endpointHandle]struct{}{}}
+	n := &Node{c: c, h: h, endpoints: map[Endpoint]struct{}{}}
 	c.mu.Lock()
 	c.nodes[n] = struct{}{}
 	c.mu.Unlock()
 	return n, nil
 }
 
+// Info is the node as the graph shows it.
+func (n *Node) Info() zerocopy.NodeInfo { return n.h.Info() }
+
 // Name and Namespace of the node; FullName is both joined.
 func (n *Node) Name() string      { return n.h.Info().Name }
 func (n *Node) Namespace() string { return n.h.Info().Namespace }
 func (n *Node) FullName() string  { return n.h.Info().FullName() }
+
+// Context is the context the node belongs to.
+func (n *Node) Context() *Context { return n.c }
 
 // ResolveTopic expands a topic name relative to the node (ROS rules:
 // "chatter" → "/ns/chatter", "~/x" → "/ns/node/x").
 func (n *Node) ResolveTopic(topic string) (string, error) {
 	full, err := names.ExpandTopicName(topic, n.Name(), n.Namespace())
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+		return "", fmt.Errorf("%w: %v", zerocopy.ErrInvalid, err)
 	}
 	return full, nil
 }
 
-func (n *Node) spec(topic, typ string, q QoS, opts []EndpointOption) (zerocopy.EndpointSpec, error) {
+func (n *Node) spec(topic, typ string, q qos.Profile, opts []EndpointOption) (zerocopy.EndpointSpec, error) {
 	full, err := n.ResolveTopic(topic)
 	if err != nil {
 		return zerocopy.EndpointSpec{}, err
@@ -225,24 +193,36 @@ func (n *Node) spec(topic, typ string, q QoS, opts []EndpointOption) (zerocopy.E
 	return spec, nil
 }
 
-func (n *Node) track(e endpointHandle) error {
+// Track makes e the node's: Close closes it. A front end that creates its
+// endpoints through zerocopy (with a spec naming this node) tracks them,
+// or the wrappers it keeps of them, here, and calls Untrack when it closes
+// one itself. On a closed node Track closes e and fails with ErrClosed.
+func (n *Node) Track(e Endpoint) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		e.Close()
-		return ErrClosed
+		return zerocopy.ErrClosed
 	}
 	for old := range n.endpoints {
-		if old.Closed() { // closed by the user directly: forget it
-			delete(n.endpoints, old)
+		if c, ok := old.(interface{ Closed() bool }); ok && c.Closed() {
+			delete(n.endpoints, old) // closed by the user directly: forget it
 		}
 	}
 	n.endpoints[e] = struct{}{}
 	return nil
 }
 
-// NewPublisher creates a publisher of typ on topic.
-func (n *Node) NewPublisher(topic, typ string, q QoS, opts ...EndpointOption) (*Publisher, error) {
+// Untrack forgets e (closed by its owner); Close will not close it.
+func (n *Node) Untrack(e Endpoint) {
+	n.mu.Lock()
+	delete(n.endpoints, e)
+	n.mu.Unlock()
+}
+
+// NewPublisher creates a publisher of typ on topic (expanded by
+// ResolveTopic), owned by the node.
+func (n *Node) NewPublisher(topic, typ string, q qos.Profile, opts ...EndpointOption) (*zerocopy.Publisher, error) {
 	spec, err := n.spec(topic, typ, q, opts)
 	if err != nil {
 		return nil, err
@@ -251,11 +231,12 @@ func (n *Node) NewPublisher(topic, typ string, q QoS, opts ...EndpointOption) (*
 	if err != nil {
 		return nil, err
 	}
-	return p, n.track(p)
+	return p, n.Track(p)
 }
 
-// NewSubscription creates a subscription of typ on topic.
-func (n *Node) NewSubscription(topic, typ string, q QoS, opts ...EndpointOption) (*Subscription, error) {
+// NewSubscription creates a subscription of typ on topic (expanded by
+// ResolveTopic), owned by the node.
+func (n *Node) NewSubscription(topic, typ string, q qos.Profile, opts ...EndpointOption) (*zerocopy.Subscription, error) {
 	spec, err := n.spec(topic, typ, q, opts)
 	if err != nil {
 		return nil, err
@@ -264,23 +245,24 @@ func (n *Node) NewSubscription(topic, typ string, q QoS, opts ...EndpointOption)
 	if err != nil {
 		return nil, err
 	}
-	return s, n.track(s)
+	return s, n.Track(s)
 }
 
-// Close destroys the node's endpoints and removes it from the graph.
+// Close closes the node's endpoints and removes it from the graph. It
+// fails with ErrClosed the second time.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return ErrClosed
+		return zerocopy.ErrClosed
 	}
 	n.closed = true
 	eps := n.endpoints
 	n.endpoints = nil
 	n.mu.Unlock()
 	var errs []error
-	for e := range eps {
-		if err := e.Close(); err != nil && !errors.Is(err, ErrClosed) {
+	for e := range eps { // outside mu: a wrapper's Close may call Untrack
+		if err := e.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -292,23 +274,25 @@ func (n *Node) Close() error {
 }
 
 // Nodes lists the nodes of the domain on this host. It fails with
-// zerocopy.ErrCorrupt when it finds the domain's graph segment damaged (the segment
-// is then replaced: a retry works).
-func (c *Context) Nodes() ([]NodeInfo, error) { return c.d.Nodes() }
+// zerocopy.ErrCorrupt when it finds the domain's graph segment damaged (the
+// segment is then replaced: a retry works).
+func (c *Context) Nodes() ([]zerocopy.NodeInfo, error) { return c.d.Nodes() }
 
 // Topics lists topics with live endpoints and their types.
-func (c *Context) Topics() ([]TopicInfo, error) { return c.d.Topics() }
+func (c *Context) Topics() ([]zerocopy.TopicInfo, error) { return c.d.Topics() }
 
 // Endpoints lists a topic's publishers and subscriptions with their QoS and
 // the data path each uses.
-func (c *Context) Endpoints(topic string) ([]EndpointInfo, error) { return c.d.Endpoints(topic) }
+func (c *Context) Endpoints(topic string) ([]zerocopy.EndpointInfo, error) {
+	return c.d.Endpoints(topic)
+}
 
 // NewGuardCondition creates a guard condition for Wait.
-func (c *Context) NewGuardCondition() *GuardCondition { return c.d.NewGuardCondition() }
+func (c *Context) NewGuardCondition() *zerocopy.GuardCondition { return c.d.NewGuardCondition() }
 
 // Wait blocks until one of items is ready (ready[i] set) or the timeout
-// passes (negative: forever), returning ErrTimeout then. One kernel wait
-// covers every subscription and guard condition.
-func (c *Context) Wait(items []Waitable, ready []bool, timeout time.Duration) error {
+// passes (negative: forever), returning zerocopy.ErrTimeout then. One
+// kernel wait covers every subscription and guard condition.
+func (c *Context) Wait(items []zerocopy.Waitable, ready []bool, timeout time.Duration) error {
 	return zerocopy.Wait(items, ready, timeout, c.d.Config().BusyPoll)
 }

@@ -373,7 +373,7 @@ func (b *Bridge) refreshLocal() {
 			continue
 		}
 		for _, ep := range eps {
-			if ep.Bridge {
+			if ep.Republish {
 				continue
 			}
 			dev := ep.Memory == zerocopy.MemoryGPU // reads device memory, from either pool

@@ -122,7 +122,7 @@ func TestGPUAcrossHosts(t *testing.T) {
 		}
 		for _, e := range eps {
 			if e.Path != "gpu-pool" {
-				t.Errorf("host %s endpoint (bridge %v, %v) uses %s, want gpu-pool (no host copy)", host, e.Bridge, e.Kind, e.Path)
+				t.Errorf("host %s endpoint (bridge %v, %v) uses %s, want gpu-pool (no host copy)", host, e.Republish, e.Kind, e.Path)
 			}
 		}
 	}

@@ -275,7 +275,7 @@ func (l *writerLink) applyWanted() {
 		if _, ok := l.topics[name]; ok {
 			continue
 		}
-		spec := zerocopy.EndpointSpec{Topic: name, Type: w.typ, Node: BridgeNode, QoS: w.subQoS, Bridge: true}
+		spec := zerocopy.EndpointSpec{Topic: name, Type: w.typ, Node: BridgeNode, QoS: w.subQoS, Republish: true}
 		gpu := l.devicePool(name)
 		if gpu {
 			spec.Memory = zerocopy.MemoryGPU

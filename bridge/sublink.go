@@ -566,7 +566,7 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 			mem = zerocopy.MemoryGPU
 		}
 	}
-	pub, err := l.b.dom.NewPublisher(zerocopy.EndpointSpec{Topic: m.Topic, Type: m.Type, Node: BridgeNode, QoS: q, Memory: mem, Bridge: true})
+	pub, err := l.b.dom.NewPublisher(zerocopy.EndpointSpec{Topic: m.Topic, Type: m.Type, Node: BridgeNode, QoS: q, Memory: mem, Republish: true})
 	if err != nil {
 		l.b.log.Error("cannot deliver a topic from another host: its messages are dropped", "topic", m.Topic, "type", m.Type, "err", err)
 		t.err = err

@@ -149,7 +149,9 @@ func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_
 	nd.ctx.mu.Unlock()
 	pp := &publisher{nd: nd, p: pub, loans: map[uintptr]*zerocopy.Loan{}}
 	pp.st = newStatus(pub)
-	nd.track(pp)
+	if err := nd.n.Track(pp); err != nil {
+		return nil, err
+	}
 	return pp, nil
 }
 
@@ -169,7 +171,7 @@ func (nd *node) spec(topic, typ string, hash zerocopy.TypeHash, q qos.Profile) (
 	if err != nil {
 		return zerocopy.EndpointSpec{}, nil, err
 	}
-	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, TypeHash: hash, Node: nd.info.FullName(), QoS: q}
+	spec := zerocopy.EndpointSpec{Topic: full, Type: typ, TypeHash: hash, Node: nd.n.FullName(), QoS: q}
 	if smallTopic(full, typ) {
 		d, err := nd.ctx.smallDomain()
 		return spec, d, err
@@ -199,8 +201,9 @@ func typeHash(p *C.uint8_t) zerocopy.TypeHash {
 	return h
 }
 
-func (p *publisher) close() error {
-	p.nd.untrack(p)
+// Close destroys the publisher; its node calls it when closed first.
+func (p *publisher) Close() error {
+	p.nd.n.Untrack(p)
 	p.st.stop()
 	p.nd.ctx.mu.Lock()
 	delete(p.nd.ctx.gids, p.p.GID())
@@ -236,7 +239,7 @@ func rgapsgo_pub_destroy(h C.uintptr_t) (rc C.int) {
 		return fail(retError, "publisher already destroyed")
 	}
 	drop(h)
-	return report("destroying the publisher", p.close())
+	return report("destroying the publisher", p.Close())
 }
 
 // rgapsgo_pub_loan lends size bytes of the topic's pool at *out. Unless
@@ -363,12 +366,15 @@ func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.r
 	s := &subscription{nd: nd, s: sub, ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
 		takeEvent: make(chan struct{}, 1)}
 	s.st = newStatus(sub)
-	nd.track(s)
+	if err := nd.n.Track(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-func (s *subscription) close() error {
-	s.nd.untrack(s)
+// Close destroys the subscription; its node calls it when closed first.
+func (s *subscription) Close() error {
+	s.nd.n.Untrack(s)
 	s.setCallback(nil)
 	s.st.stop()
 	s.mu.Lock()
@@ -408,7 +414,7 @@ func rgapsgo_sub_destroy(h C.uintptr_t) (rc C.int) {
 		return fail(retError, "subscription already destroyed")
 	}
 	drop(h)
-	return report("destroying the subscription", s.close())
+	return report("destroying the subscription", s.Close())
 }
 
 //export rgapsgo_sub_matched

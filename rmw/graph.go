@@ -29,23 +29,6 @@ func isServiceTopic(t string) bool {
 	return strings.HasPrefix(t, reqPrefix+"/") || strings.HasPrefix(t, respPrefix+"/")
 }
 
-// fullName is the fully qualified name of node name in namespace ns.
-func fullName(name, ns string) string {
-	if ns == "/" || ns == "" {
-		return "/" + name
-	}
-	return ns + "/" + name
-}
-
-// splitNode splits a fully qualified node name into name and namespace.
-func splitNode(fq string) (name, ns string) {
-	i := strings.LastIndexByte(fq, '/')
-	if i <= 0 {
-		return fq[i+1:], "/"
-	}
-	return fq[i+1:], fq[:i]
-}
-
 // cstr copies s into memory of allocator a; nil when the allocation failed.
 func cstr(a *C.rcutils_allocator_t, s string) *C.char {
 	if len(s) == 0 {
@@ -189,7 +172,7 @@ func rgapsgo_names_and_types(h C.uintptr_t, a *C.rcutils_allocator_t, q C.int, n
 		if err := names.ValidateNamespace(ns); err != nil {
 			return fail(retInvalid, "node namespace %q: %v", ns, err)
 		}
-		fq = fullName(name, ns)
+		fq = names.FullNodeName(name, ns)
 		infos, err := graphNodes(nd.ctx.c)
 		if err != nil {
 			return fail(retError, "listing nodes: %v", err)
@@ -279,7 +262,7 @@ func rgapsgo_endpoints_info(h C.uintptr_t, a *C.rcutils_allocator_t, topic *C.ch
 		C.rgaps_free(a, unsafe.Pointer(arr))
 	}
 	for i, ep := range sel {
-		n, ns := splitNode(ep.Node)
+		n, ns := names.SplitFullNodeName(ep.Node)
 		in := &infos[i]
 		in.node_name, in.node_namespace, in.topic_type = cstr(a, n), cstr(a, ns), cstr(a, ep.Type)
 		if in.node_name == nil || in.node_namespace == nil || in.topic_type == nil {

@@ -137,13 +137,11 @@ func recoverTo(rc *C.int) {
 // ---- context ----------------------------------------------------------------
 
 type context struct {
-	c *rgaps.Context
+	c *rgaps.Context // nodes and their endpoints (closed with it)
 
-	mu      sync.Mutex
-	gids    map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
-	nodes   map[*node]bool        // live nodes
-	enclave string                // of the context's init options
-	small   *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
+	mu    sync.Mutex
+	gids  map[zerocopy.GID]bool // this context's publishers (ignore_local_publications)
+	small *zerocopy.Domain      // the domain again, with small pools (smallTopic); opened on first use
 }
 
 // smallPoolSize caps the pool of the topics ROS creates for itself in every
@@ -211,15 +209,11 @@ func rgapsgo_init(domain C.size_t, enclave *C.char, out *C.uintptr_t) (rc C.int)
 		}
 		d = uint32(domain)
 	}
-	c, err := rgaps.NewContext(rgaps.Options{Domain: &d})
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &d, Enclave: C.GoString(enclave)})
 	if err != nil {
 		return report("joining the domain", err)
 	}
-	encl := C.GoString(enclave)
-	if encl == "" {
-		encl = "/"
-	}
-	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}, nodes: map[*node]bool{}, enclave: encl})
+	*out = put(&context{c: c, gids: map[zerocopy.GID]bool{}})
 	return retOK
 }
 
@@ -231,17 +225,7 @@ func rgapsgo_context_close(h C.uintptr_t) (rc C.int) {
 		return fail(retError, "context already finalised")
 	}
 	drop(h)
-	c.mu.Lock()
-	nodes := make([]*node, 0, len(c.nodes))
-	for nd := range c.nodes {
-		nodes = append(nodes, nd)
-	}
-	c.mu.Unlock()
-	var errs []error
-	for _, nd := range nodes { // nodes rcl did not destroy
-		errs = append(errs, nd.close())
-	}
-	errs = append(errs, c.c.Close())
+	errs := []error{c.c.Close()} // with the nodes rcl did not destroy
 	if c.small != nil {
 		errs = append(errs, c.small.Close())
 	}
@@ -255,45 +239,8 @@ func rgapsgo_context_close(h C.uintptr_t) (rc C.int) {
 
 type node struct {
 	ctx   *context
-	h     *zerocopy.NodeHandle // the node in the domain's graph
-	info  zerocopy.NodeInfo
+	n     *rgaps.Node // registration, and the publishers and subscriptions not destroyed yet
 	graph *zerocopy.GraphCondition
-
-	mu  sync.Mutex
-	eps map[closer]bool // the node's publishers and subscriptions not destroyed yet
-}
-
-type closer interface{ close() error }
-
-func (nd *node) track(e closer) {
-	nd.mu.Lock()
-	nd.eps[e] = true
-	nd.mu.Unlock()
-}
-
-func (nd *node) untrack(e closer) {
-	nd.mu.Lock()
-	delete(nd.eps, e)
-	nd.mu.Unlock()
-}
-
-// close destroys what rcl left of the node, then the node.
-func (nd *node) close() error {
-	nd.mu.Lock()
-	eps := nd.eps
-	nd.eps = map[closer]bool{}
-	nd.mu.Unlock()
-	var errs []error
-	for e := range eps {
-		errs = append(errs, e.close())
-	}
-	nd.ctx.mu.Lock()
-	delete(nd.ctx.nodes, nd)
-	nd.ctx.mu.Unlock()
-	if err := nd.h.Close(); err != nil && !errors.Is(err, zerocopy.ErrClosed) {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 //export rgapsgo_node_create
@@ -303,18 +250,11 @@ func rgapsgo_node_create(ctxh C.uintptr_t, name, ns *C.char, out, graph *C.uintp
 	if c == nil {
 		return fail(retError, "context is shut down")
 	}
-	nsp := C.GoString(ns)
-	if nsp == "" {
-		nsp = "/"
-	}
-	h, err := c.c.Engine().RegisterNode(C.GoString(name), nsp, c.enclave)
+	n, err := c.c.NewNode(C.GoString(name), C.GoString(ns))
 	if err != nil {
 		return report("creating the node", err)
 	}
-	nd := &node{ctx: c, h: h, info: h.Info(), graph: c.c.Engine().NewGraphCondition(), eps: map[closer]bool{}}
-	c.mu.Lock()
-	c.nodes[nd] = true
-	c.mu.Unlock()
+	nd := &node{ctx: c, n: n, graph: c.c.Engine().NewGraphCondition()}
 	*out = put(nd)
 	*graph = put(nd.graph)
 	return retOK
@@ -329,5 +269,9 @@ func rgapsgo_node_destroy(h, graph C.uintptr_t) (rc C.int) {
 	}
 	drop(h)
 	drop(graph)
-	return report("destroying the node", nd.close())
+	err := nd.n.Close() // with what rcl left of it
+	if errors.Is(err, zerocopy.ErrClosed) {
+		err = nil // its context was shut down first
+	}
+	return report("destroying the node", err)
 }

@@ -67,7 +67,7 @@ func graphTopics(c *rgaps.Context) ([]zerocopy.TopicInfo, error) {
 // bridge's.
 func graphEndpoints(c *rgaps.Context, topic string) ([]zerocopy.EndpointInfo, error) {
 	local, err := c.Endpoints(topic)
-	local = slices.DeleteFunc(local, func(e zerocopy.EndpointInfo) bool { return e.Bridge })
+	local = slices.DeleteFunc(local, func(e zerocopy.EndpointInfo) bool { return e.Republish })
 	_, eps := remote(c)
 	for _, e := range eps {
 		if e.Topic == topic {

@@ -25,7 +25,7 @@ type endpointPair struct {
 }
 
 func (e *endpointPair) close() error {
-	return errors.Join(e.pub.close(), e.sub.close())
+	return errors.Join(e.pub.Close(), e.sub.Close())
 }
 
 func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic string, pubType, subType string,
@@ -36,7 +36,7 @@ func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic str
 	}
 	sub, err := newSubscription(nd, subTopic, subType, subHash, subQoS, false)
 	if err != nil {
-		pub.close()
+		pub.Close()
 		return nil, err
 	}
 	return &endpointPair{pub: pub, sub: sub}, nil

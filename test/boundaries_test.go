@@ -2,7 +2,9 @@ package test
 
 import (
 	"errors"
+	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"io/fs"
 	"os"
@@ -383,4 +385,169 @@ func TestTypeSupportImports(t *testing.T) {
 	if checked < 10 {
 		t.Fatalf("checked only %d files: wrong root?", checked)
 	}
+}
+
+// TestRootHasNoEngineAliases: package zerocopy is the public engine API
+// (docs/ARCHITECTURE.md §1), so the root package rgaps, the ROS layer,
+// re-exports none of its types under other names: one name per concept.
+func TestRootHasNoEngineAliases(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob(filepath.Join(root, "*.go"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Go files in the root package (%v)", err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range paths {
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range g.Specs {
+				ts := s.(*ast.TypeSpec)
+				if ts.Assign.IsValid() {
+					t.Errorf("%s: type %s is an alias (%s): use the engine's type itself", fset.Position(ts.Pos()), ts.Name.Name, exprString(ts.Type))
+				}
+			}
+		}
+	}
+}
+
+// TestEngineAPIHasNoInternalTypes: zerocopy's exported API (its exported
+// functions, methods, types, fields, variables and constants) names no
+// type of an internal package, which callers outside the module could not
+// use: the engine's public surface is its own.
+func TestEngineAPIHasNoInternalTypes(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob(filepath.Join(root, "zerocopy", "*.go"))
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("zerocopy's files not found (%d, %v)", len(paths), err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		internal := map[string]bool{} // local names of imported internal packages
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.Contains(p, "/internal/") {
+				continue
+			}
+			name := p[strings.LastIndexByte(p, '/')+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			internal[name] = true
+		}
+		// bad reports the internal identifiers an exported declaration's
+		// type expression names.
+		bad := func(where string, n ast.Node) {
+			if n == nil {
+				return
+			}
+			checked++
+			ast.Inspect(n, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
+						t.Errorf("%s: %s names %s.%s, a type of an internal package", fset.Position(sel.Pos()), where, id.Name, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil && !exportedRecv(d.Recv) {
+					continue
+				}
+				bad("func "+d.Name.Name, d.Type)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						exportedParts(s.Type, func(n ast.Node) { bad("type "+s.Name.Name, n) })
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if id.IsExported() { // its type: a value (a sentinel) may be internal
+								bad(id.Name, s.Type)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d exported declarations: wrong files?", checked)
+	}
+}
+
+// exportedRecv says whether a method's receiver type is exported.
+func exportedRecv(fl *ast.FieldList) bool {
+	if fl == nil || len(fl.List) == 0 {
+		return false
+	}
+	x := fl.List[0].Type
+	if s, ok := x.(*ast.StarExpr); ok {
+		x = s.X
+	}
+	if ix, ok := x.(*ast.IndexExpr); ok {
+		x = ix.X
+	}
+	id, ok := x.(*ast.Ident)
+	return ok && id.IsExported()
+}
+
+// exportedParts calls fn with the parts of a type definition that are
+// visible outside the package: the exported fields of a struct, the
+// methods of an interface, or the whole type otherwise.
+func exportedParts(x ast.Expr, fn func(ast.Node)) {
+	switch x := x.(type) {
+	case *ast.StructType:
+		for _, fld := range x.Fields.List {
+			if len(fld.Names) == 0 { // embedded: its exported members show
+				fn(fld.Type)
+			}
+			for _, id := range fld.Names {
+				if id.IsExported() {
+					fn(fld.Type)
+					break
+				}
+			}
+		}
+	case *ast.InterfaceType:
+		fn(x)
+	default:
+		fn(x)
+	}
+}
+
+// exprString is a type expression's source form, for messages.
+func exprString(x ast.Expr) string {
+	var b strings.Builder
+	printer.Fprint(&b, token.NewFileSet(), x)
+	return b.String()
 }

@@ -116,7 +116,7 @@ func capiHasGPU(t *testing.T) bool {
 	}
 	defer c.Close()
 	_, err = c.Engine().GPU()
-	if errors.Is(err, rgaps.ErrNotSupported) {
+	if errors.Is(err, zerocopy.ErrNotSupported) {
 		if testutil.GPURequired() {
 			t.Fatalf("RGAPS_REQUIRE_GPU=1 but: %v", err)
 		}

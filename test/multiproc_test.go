@@ -13,6 +13,7 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -51,8 +52,8 @@ func msgBytes(i, size int) []byte {
 	return p[off : off+size]
 }
 
-func ctxFor(t testing.TB, domain uint32, mod func(*rgaps.EngineConfig)) *rgaps.Context {
-	cfg := rgaps.EngineConfig{PoolSize: 256 << 20, BlockTimeout: 60 * time.Second, JanitorPeriod: 20 * time.Millisecond}
+func ctxFor(t testing.TB, domain uint32, mod func(*zerocopy.Config)) *rgaps.Context {
+	cfg := zerocopy.Config{PoolSize: 256 << 20, BlockTimeout: 60 * time.Second, JanitorPeriod: 20 * time.Millisecond}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -34,6 +34,8 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // rmwSymbols are the functions rmw_implementation (Jazzy) resolves in an
@@ -314,11 +316,11 @@ func rmwStringInterop(t *testing.T, k *rmwKit) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := n.NewPublisher("/cli_chatter", "std_msgs/msg/String", rgaps.DefaultQoS())
+	pub, err := n.NewPublisher("/cli_chatter", "std_msgs/msg/String", qos.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := n.NewSubscription("/cli_reply", "std_msgs/msg/String", rgaps.DefaultQoS())
+	sub, err := n.NewSubscription("/cli_reply", "std_msgs/msg/String", qos.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +638,7 @@ func rmwBenchValue(b *testing.B, out []byte, key string) float64 {
 // right after it is published and its first 8 bytes checked.
 func goLatency(b *testing.B, size, iters int) (copyNs, loanNs float64) {
 	d := uint32(65)
-	c, err := rgaps.NewContext(rgaps.Options{Domain: &d, Engine: rgaps.EngineConfig{PoolSize: 64 << 20}})
+	c, err := rgaps.NewContext(rgaps.Options{Domain: &d, Engine: zerocopy.Config{PoolSize: 64 << 20}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -646,7 +648,7 @@ func goLatency(b *testing.B, size, iters int) (copyNs, loanNs float64) {
 		b.Fatal(err)
 	}
 	topic := fmt.Sprintf("/go_bench_%d", size)
-	q := rgaps.DefaultQoS()
+	q := qos.Default()
 	pub, err := n.NewPublisher(topic, "rgaps/msg/Bytes", q)
 	if err != nil {
 		b.Fatal(err)

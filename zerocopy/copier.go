@@ -79,7 +79,7 @@ func (d *Domain) NewCopier() (*Copier, error) {
 	if d.closed.Load() {
 		return nil, ErrClosed
 	}
-	dev, err := d.GPU()
+	dev, err := d.gpu()
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (c *Copier) CopyIn(dst *Loan, off int, src []byte) (*Completion, error) {
 		return doneCopy, nil
 	}
 	to := dst.ptr + DevicePtr(off)
-	x, err := c.queue(func(dev *cuda.Device, s *cuda.Stream) error { return dev.MemcpyHtoDAsync(to, src, s) })
+	x, err := c.queue(func(dev *cuda.Device, s *cuda.Stream) error { return dev.MemcpyHtoDAsync(cuda.DevicePtr(to), src, s) })
 	if err != nil {
 		return nil, fmt.Errorf("copying into the loan: %w", err)
 	}
@@ -202,7 +202,7 @@ func (c *Copier) StageOut(dst []byte, src *Sample, off int) (*Completion, error)
 		return nil, err
 	}
 	from := base + DevicePtr(src.devOff) + DevicePtr(off)
-	x, err := c.queue(func(dev *cuda.Device, s *cuda.Stream) error { return dev.MemcpyDtoHAsync(dst, from, s) })
+	x, err := c.queue(func(dev *cuda.Device, s *cuda.Stream) error { return dev.MemcpyDtoHAsync(dst, cuda.DevicePtr(from), s) })
 	if err != nil {
 		return nil, fmt.Errorf("staging the sample out: %w", err)
 	}

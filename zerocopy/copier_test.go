@@ -42,7 +42,7 @@ func pinnedBuffer(t testing.TB, d *Domain, n int) []byte {
 // ErrNotSupported (every loan and sample is host memory then).
 func TestCopierWithoutGPU(t *testing.T) {
 	d := openDomain(t, nil)
-	if _, err := d.GPU(); err == nil {
+	if _, err := d.gpu(); err == nil {
 		t.Skip("this machine has a GPU: the no-GPU path is not what runs here")
 	}
 	c, err := d.NewCopier()
@@ -256,7 +256,7 @@ func TestGPUCopiersIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lb.Discard()
-	if _, err := dev.Checksum(la.ptr, 1); err != nil { // loads the kernels before anything is held
+	if _, err := dev.Checksum(cuda.DevicePtr(la.ptr), 1); err != nil { // loads the kernels before anything is held
 		t.Fatal(err)
 	}
 	flag, release := holdFlag(t, dev)
@@ -294,7 +294,7 @@ func TestGPUCopiersIndependent(t *testing.T) {
 		l    *Loan
 		want []byte
 	}{{la, srcA}, {lb, srcB}} {
-		if err := dev.MemcpyDtoH(out[:len(c.want)], c.l.ptr); err != nil {
+		if err := dev.MemcpyDtoH(out[:len(c.want)], cuda.DevicePtr(c.l.ptr)); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(out[:len(c.want)], c.want) {
@@ -340,7 +340,7 @@ func TestGPUCopyInPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lb.Discard()
-	if _, err := dev.Checksum(lb.ptr, 1); err != nil { // loads the kernels
+	if _, err := dev.Checksum(cuda.DevicePtr(lb.ptr), 1); err != nil { // loads the kernels
 		t.Fatal(err)
 	}
 	flag, release := holdFlag(t, dev)
@@ -430,7 +430,7 @@ func TestGPUStageOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dev.FillPattern(ptr, size, 7, nil); err != nil {
+		if err := dev.FillPattern(cuda.DevicePtr(ptr), size, 7, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Publish(); err != nil {

@@ -13,6 +13,13 @@
 // recovery of what a crashed process held: robust locks, reclamation of
 // its endpoints and samples, repair or quarantine of damaged segments.
 //
+// It is the public engine API of rmw_rgaps (docs/ARCHITECTURE.md §1):
+// the root package rgaps adds ROS contexts and nodes over it and re-exports
+// none of its types, and its exported API names no type of an internal
+// package (test/boundaries_test.go). Endpoints that relay messages between
+// this host and somewhere else (the bridge, a gateway) are republishing
+// endpoints (EndpointSpec.Republish), a general concept of the engine.
+//
 // A Domain (Open) is one process's view of one ROS domain; publishers,
 // subscriptions, nodes, graph conditions and wait sets are made from it
 // and fail with ErrClosed once closed. Failures are the exported sentinels

@@ -45,11 +45,16 @@ type EndpointSpec struct {
 	// Memory is the form the endpoint uses; a topic created by a MemoryGPU
 	// endpoint gets a GPU pool.
 	Memory Memory
-	// Bridge marks an endpoint of the inter-host bridge daemon: bridge
-	// publishers and bridge subscriptions never match each other (no
-	// loops between hosts), and graph queries flag them (EndpointInfo.Bridge)
-	// so that tools can show the remote endpoints they stand for instead.
-	Bridge bool
+	// Republish marks a republishing endpoint: one that carries messages
+	// in from somewhere else or out to somewhere else (the inter-host
+	// bridge today; a gateway to another middleware alike). A republishing
+	// publisher never delivers to a republishing subscription, so what one
+	// relay brings in is never carried back out (no loops); graph queries
+	// flag them (EndpointInfo.Republish, TopicInfo.Republishing) so tools
+	// can show the remote endpoints they stand for instead, and
+	// MatchedLocal leaves them out. A republishing publisher may publish a
+	// sample on behalf of its origin (Loan.PublishAs).
+	Republish bool
 }
 
 // TypeHash identifies a message type's definition: a version byte (0 means
@@ -85,15 +90,15 @@ func ParseTypeHash(s string) (TypeHash, error) {
 
 // endpoint is what publishers and subscriptions share.
 type endpoint struct {
-	t      *Topic
-	slot   uint32
-	kind   Kind
-	gid    GID
-	qos    qos.Profile
-	bridge bool // EndpointSpec.Bridge
-	mem    Memory
-	closed atomic.Bool
-	event  *atomic.Uint32 // local word bumped when a status changes
+	t         *Topic
+	slot      uint32
+	kind      Kind
+	gid       GID
+	qos       qos.Profile
+	republish bool // EndpointSpec.Republish
+	mem       Memory
+	closed    atomic.Bool
+	event     *atomic.Uint32 // local word bumped when a status changes
 	// life is read-held by every call that touches the topic's mappings
 	// (enter/exit) and write-held by close: the mapping is never released
 	// under a call in flight, and a blocked Wait is woken by close.
@@ -260,10 +265,10 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if spec.Memory == MemoryGPU {
 		flags = flagWantsDevice
 	}
-	if spec.Bridge {
-		flags |= flagBridge
+	if spec.Republish {
+		flags |= flagRepublish
 	}
-	e.bridge, e.mem = spec.Bridge, spec.Memory
+	e.republish, e.mem = spec.Republish, spec.Memory
 	t.u32(so + eFlags).Store(uint32(flags))
 	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
 		if err := t.deliverHistory(slot, q, flags); err != nil {
@@ -297,7 +302,7 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 		if slotState(t.u32(so+eState).Load()) != slotActive || Kind(t.u32(so+eKind).Load()) != KindPublisher {
 			continue
 		}
-		if flags&flagBridge != 0 && endpointFlags(t.u32(so+eFlags).Load())&flagBridge != 0 {
+		if flags&flagRepublish != 0 && endpointFlags(t.u32(so+eFlags).Load())&flagRepublish != 0 {
 			continue // the bridge never sends back what it brought in
 		}
 		pq, err := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
@@ -364,7 +369,7 @@ func (e *endpoint) refreshMatches() {
 			continue
 		}
 		pflags := endpointFlags(t.u32(so + eFlags).Load())
-		if e.bridge && pflags&flagBridge != 0 {
+		if e.republish && pflags&flagRepublish != 0 {
 			continue // bridge endpoints never match each other
 		}
 		var g GID
@@ -513,8 +518,8 @@ func (e *endpoint) matched() int {
 	return len(e.peers)
 }
 
-// MatchedLocal is Matched without the bridge daemon's endpoints, which stand
-// for endpoints on other hosts: a front end that counts those from the
+// MatchedLocal is Matched without republishing endpoints
+// (EndpointSpec.Republish), which stand for endpoints elsewhere: a front end that counts those from the
 // remote graph instead adds them itself (0 after Close).
 func (e *endpoint) MatchedLocal() int {
 	if !e.enter() {
@@ -526,7 +531,7 @@ func (e *endpoint) MatchedLocal() int {
 	e.refreshMatches()
 	n := 0
 	for _, p := range e.peers {
-		if p.flags&flagBridge == 0 {
+		if p.flags&flagRepublish == 0 {
 			n++
 		}
 	}

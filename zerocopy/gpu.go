@@ -9,8 +9,9 @@ import (
 )
 
 // DevicePtr is a CUDA device address valid in this process's primary
-// context of Config.Device.
-type DevicePtr = cuda.DevicePtr
+// context of Config.Device (a CUdeviceptr: pass it to kernels and CUDA
+// calls as a uint64).
+type DevicePtr uint64
 
 type closer interface{ Close() error }
 
@@ -41,9 +42,36 @@ type gpuState struct {
 	err    error
 }
 
-// GPU returns the process's CUDA device for this domain, opening it on
+// GPUInfo describes the CUDA device a domain uses for GPU topics
+// (Config.Device).
+type GPUInfo struct {
+	Index       int    // the CUDA device ordinal
+	Name        string // as the driver reports it
+	TotalMemory uint64 // bytes
+}
+
+// GPU opens the domain's CUDA device on first use and describes it; the
+// error wraps ErrNotSupported without a usable GPU (no driver, no device,
+// or a device without what GPU pools need), which is how callers test for
+// GPU support before creating GPU endpoints.
+func (d *Domain) GPU() (GPUInfo, error) {
+	dev, err := d.gpu()
+	if err != nil {
+		return GPUInfo{}, err
+	}
+	info := GPUInfo{Index: dev.Ordinal()}
+	if info.Name, err = dev.Name(); err != nil {
+		return GPUInfo{}, err
+	}
+	if info.TotalMemory, err = dev.TotalMem(); err != nil {
+		return GPUInfo{}, err
+	}
+	return info, nil
+}
+
+// gpu returns the process's CUDA device for this domain, opening it on
 // first use; the error wraps ErrNotSupported without a usable GPU.
-func (d *Domain) GPU() (*cuda.Device, error) {
+func (d *Domain) gpu() (*cuda.Device, error) {
 	d.gpuState.once.Do(func() {
 		dev, err := cuda.Open(d.cfg.Device)
 		if err != nil {
@@ -91,7 +119,7 @@ func (t *Topic) deviceBase() (DevicePtr, error) {
 	if t.lay.poolKind != PoolGPU {
 		return 0, fmt.Errorf("topic %s has no device pool", t.name)
 	}
-	dev, err := t.d.GPU()
+	dev, err := t.d.gpu()
 	if err != nil {
 		return 0, err
 	}
@@ -107,7 +135,7 @@ func (t *Topic) deviceBase() (DevicePtr, error) {
 		m.Close()
 		return 0, fmt.Errorf("%w: the daemon's pool for %s has %d bytes, the topic needs %d", ErrCorrupt, t.name, m.Size, t.lay.devPoolSize)
 	}
-	t.devBase, t.devMap = m.Ptr, m
+	t.devBase, t.devMap = DevicePtr(m.Ptr), m
 	if lg := t.d.cfg.Logger; lg != nil {
 		lg.Info("GPU pool mapped", "topic", t.name, "bytes", m.Size, "handle", m.Kind)
 	}
@@ -124,7 +152,7 @@ func (t *Topic) hostDeviceBase() (DevicePtr, error) {
 	if t.hostReg {
 		return t.hostDev, nil
 	}
-	dev, err := t.d.GPU()
+	dev, err := t.d.gpu()
 	if err != nil {
 		return 0, err
 	}
@@ -142,8 +170,8 @@ func (t *Topic) hostDeviceBase() (DevicePtr, error) {
 		dev.HostUnregister(t.pool)
 		return 0, fmt.Errorf("mapping the host pool of %s: %w", t.name, err)
 	}
-	t.hostReg, t.hostDev = true, p
-	return p, nil
+	t.hostReg, t.hostDev = true, DevicePtr(p)
+	return DevicePtr(p), nil
 }
 
 // gpuPrepared reports whether prepareGPU has run successfully.
@@ -175,7 +203,7 @@ func (t *Topic) releaseGPU() {
 		t.devMap, t.devBase = nil, 0
 	}
 	if t.hostReg {
-		if dev, err := t.d.GPU(); err == nil {
+		if dev, err := t.d.gpu(); err == nil {
 			dev.HostUnregister(t.pool)
 		}
 		t.hostReg, t.hostDev = false, 0
@@ -219,7 +247,7 @@ func (t *Topic) missingForm(n uint32, peers map[GID]peerInfo) (dev bool, missing
 // already may be used (no CUDA start-up or daemon round trip while other
 // processes wait for the lock).
 func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
-	if _, err := t.d.GPU(); err != nil {
+	if _, err := t.d.gpu(); err != nil {
 		return err
 	}
 	if underLock && !t.gpuPrepared() {
@@ -245,9 +273,9 @@ func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 	}
 	x, err := cp.queue(func(dev *cuda.Device, s *cuda.Stream) error {
 		if toDev {
-			return dev.MemcpyHtoDAsync(base+DevicePtr(doff), host, s)
+			return dev.MemcpyHtoDAsync(cuda.DevicePtr(base+DevicePtr(doff)), host, s)
 		}
-		return dev.MemcpyDtoHAsync(host, base+DevicePtr(doff), s)
+		return dev.MemcpyDtoHAsync(host, cuda.DevicePtr(base+DevicePtr(doff)), s)
 	})
 	if err != nil {
 		return err
@@ -285,7 +313,7 @@ func (d *Domain) ownCopier() (*Copier, error) {
 // that unpins it. Without a GPU it returns an error wrapping
 // ErrNotSupported and nothing needs unpinning.
 func (d *Domain) PinHost(b []byte) (unpin func() error, err error) {
-	dev, err := d.GPU()
+	dev, err := d.gpu()
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func init() {
 		defer s.Close()
 		var dev *cuda.Device
 		if mem == MemoryGPU {
-			if dev, err = d.GPU(); err != nil {
+			if dev, err = d.gpu(); err != nil {
 				return err
 			}
 		}
@@ -65,7 +65,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if sum, err = dev.Checksum(p, uint64(smp.Size())); err != nil {
+				if sum, err = dev.Checksum(cuda.DevicePtr(p), uint64(smp.Size())); err != nil {
 					return err
 				}
 			} else {
@@ -116,7 +116,7 @@ func gpuChildDomain() (*Domain, error) {
 // fails instead when RGAPS_REQUIRE_GPU=1.
 func requireGPU(t testing.TB, d *Domain) *cuda.Device {
 	t.Helper()
-	dev, err := d.GPU()
+	dev, err := d.gpu()
 	testutil.SkipWithoutGPU(t, err, ErrNotSupported)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func useTestDaemon(t testing.TB) {
 // only host readers works entirely on host memory.
 func TestGPUFallbackWithoutGPU(t *testing.T) {
 	d := openDomain(t, nil)
-	if _, err := d.GPU(); !errors.Is(err, ErrNotSupported) {
+	if _, err := d.gpu(); !errors.Is(err, ErrNotSupported) {
 		t.Skip("this machine has a GPU: the fallback is not what runs here")
 	}
 	p, err := d.NewPublisher(EndpointSpec{Topic: "/tensor", Type: "t/msg/T", QoS: qos.Default(), Memory: MemoryGPU})
@@ -203,7 +203,7 @@ func TestGPUCrossProcessChecksum(t *testing.T) {
 			t.Fatal(err)
 		}
 		ptr, _ := l.DevicePtr()
-		if err := dev.FillPattern(ptr, size, uint32(i), nil); err != nil {
+		if err := dev.FillPattern(cuda.DevicePtr(ptr), size, uint32(i), nil); err != nil {
 			t.Fatal(err)
 		}
 		host := make([]byte, size)
@@ -284,7 +284,7 @@ func TestGPUKilledHolderReclaimed(t *testing.T) {
 			t.Fatal(err)
 		}
 		ptr, _ := l.DevicePtr()
-		dev.FillPattern(ptr, 8<<20, uint32(i), nil)
+		dev.FillPattern(cuda.DevicePtr(ptr), 8<<20, uint32(i), nil)
 		host := make([]byte, 8<<20)
 		cuda.FillPatternHost(host, uint32(i))
 		want[uint64(i)] = cuda.ChecksumHost(host)
@@ -370,7 +370,7 @@ func TestGPUMixedReaders(t *testing.T) {
 					t.Fatal(err)
 				}
 				ptr, _ := l.DevicePtr()
-				if err := dev.FillPattern(ptr, size, uint32(10+i), nil); err != nil {
+				if err := dev.FillPattern(cuda.DevicePtr(ptr), size, uint32(10+i), nil); err != nil {
 					t.Fatal(err)
 				}
 				host := make([]byte, size)

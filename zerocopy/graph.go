@@ -492,12 +492,7 @@ type NodeInfo struct {
 }
 
 // FullName is namespace + "/" + name.
-func (n NodeInfo) FullName() string {
-	if n.Namespace == "/" {
-		return "/" + n.Name
-	}
-	return n.Namespace + "/" + n.Name
-}
+func (n NodeInfo) FullName() string { return names.FullNodeName(n.Name, n.Namespace) }
 
 // NodeHandle is a node registered in the domain graph.
 type NodeHandle struct {
@@ -642,9 +637,10 @@ type EndpointInfo struct {
 	// Malformed counts the messages a subscription dropped because its
 	// front end could not decode them (Subscription.DropMalformed).
 	Malformed uint64
-	// Bridge marks the bridge daemon's endpoint (EndpointSpec.Bridge): it
-	// stands for endpoints on other hosts, which the daemon reports.
-	Bridge bool
+	// Republish marks a republishing endpoint (EndpointSpec.Republish):
+	// it stands for endpoints elsewhere (the bridge's: on other hosts,
+	// which the bridge daemon reports).
+	Republish bool
 }
 
 // endpointPath names the data path an endpoint really uses (DESIGN.md §8):
@@ -667,8 +663,8 @@ func endpointPath(k PoolKind, f endpointFlags) string {
 // TopicInfo is a topic and its endpoint counts on this host.
 type TopicInfo struct {
 	Name, Type                string
-	Publishers, Subscriptions int // excluding the bridge daemon's endpoints
-	Bridged                   int // the bridge daemon's endpoints
+	Publishers, Subscriptions int // excluding republishing endpoints
+	Republishing              int // republishing endpoints (EndpointSpec.Republish)
 	PoolSize, PoolFree        uint64
 	// ShmUsage is the /dev/shm memory the topic's segment uses now: what
 	// it committed, however large its pool may grow (PoolSize).
@@ -767,15 +763,15 @@ func (d *Domain) inspectSegment(name, topic string) (_ []EndpointInfo, ti TopicI
 		fl := endpointFlags(t.u32(so + eFlags).Load())
 		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
 			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
-			Path: endpointPath(t.lay.poolKind, fl), Pool: t.lay.poolKind, Bridge: fl&flagBridge != 0}
+			Path: endpointPath(t.lay.poolKind, fl), Pool: t.lay.poolKind, Republish: fl&flagRepublish != 0}
 		if fl&flagWantsDevice != 0 {
 			ep.Memory = MemoryGPU
 		}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
 		ep.Malformed = t.u64(so + eMalformed).Load()
-		if ep.Bridge {
-			ti.Bridged++
+		if ep.Republish {
+			ti.Republishing++
 		} else if ep.Kind == KindPublisher {
 			ti.Publishers++
 		} else {

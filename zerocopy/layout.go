@@ -161,10 +161,11 @@ type endpointFlags uint32
 const (
 	flagWantsHost   endpointFlags = 1 << 0
 	flagWantsDevice endpointFlags = 1 << 1
-	// flagBridge marks the bridge daemon's endpoints (EndpointSpec.Bridge):
-	// a bridge publisher never delivers to a bridge subscription, so what
-	// one host's daemon brings in is never sent back out.
-	flagBridge endpointFlags = 1 << 2
+	// flagRepublish marks republishing endpoints (EndpointSpec.Republish;
+	// the bit was named for the bridge before, with the same meaning): a
+	// republishing publisher never delivers to a republishing
+	// subscription, so what one relay brings in is never sent back out.
+	flagRepublish endpointFlags = 1 << 2
 )
 
 type slotState uint32

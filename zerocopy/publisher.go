@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -145,7 +146,7 @@ func (p *Publisher) LoanDevice(size int) (*Loan, error) {
 }
 
 func (p *Publisher) loanDevice(size int) (*Loan, error) {
-	if _, err := p.t.d.GPU(); err != nil {
+	if _, err := p.t.d.gpu(); err != nil {
 		return nil, err
 	}
 	l, err := p.loan(size, true)
@@ -174,10 +175,10 @@ func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
 	if err != nil {
 		return err
 	}
-	dev, _ := p.t.d.GPU()
+	dev, _ := p.t.d.gpu()
 	dst, _ := l.devicePtr()
 	l.done, l.untracked = true, true // the copy is asynchronous
-	if err := dev.MemcpyDtoD(dst, src, uint64(size)); err != nil {
+	if err := dev.MemcpyDtoD(cuda.DevicePtr(dst), cuda.DevicePtr(src), uint64(size)); err != nil {
 		p.dropLoan(l.n)
 		return fmt.Errorf("copying into the loan: %w", err)
 	}
@@ -296,7 +297,7 @@ func (l *Loan) publishEntered() error {
 	err := waitAll(l.copies)
 	l.copies = nil
 	if err == nil && l.untracked {
-		dev, _ := l.p.t.d.GPU()
+		dev, _ := l.p.t.d.gpu()
 		err = dev.CtxSynchronize()
 	}
 	if err != nil {
@@ -306,10 +307,10 @@ func (l *Loan) publishEntered() error {
 	return l.p.publish(l.n, l.origin)
 }
 
-// Origin is where a message really comes from, for a publisher that
-// republishes it (the bridge daemon delivering a message from another
-// host): subscribers see this source timestamp and publisher GID in
-// MessageInfo instead of the republisher's.
+// Origin is where a message really comes from, for a republishing
+// publisher (EndpointSpec.Republish) that carries it in from elsewhere
+// (the bridge: from another host): subscribers see this source timestamp
+// and publisher GID in MessageInfo instead of the republisher's.
 type Origin struct {
 	Timestamp time.Time
 	GID       GID
@@ -346,12 +347,12 @@ func (l *Loan) CopyIn(off int, src []byte) error {
 		return ErrClosed
 	}
 	defer l.p.exit()
-	dev, err := l.p.t.d.GPU()
+	dev, err := l.p.t.d.gpu()
 	if err != nil {
 		return err
 	}
 	l.untracked = true
-	return dev.MemcpyHtoD(l.ptr+DevicePtr(off), src)
+	return dev.MemcpyHtoD(cuda.DevicePtr(l.ptr+DevicePtr(off)), src)
 }
 
 // Shrink reduces the size the loan will be published with to n bytes

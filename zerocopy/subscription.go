@@ -203,8 +203,9 @@ func (s *Subscription) take() (_ *Sample, err error) {
 
 // HostPool is the topic's host pool as this process maps it for reading
 // (read-only): every taken sample's Bytes lie inside it, at
-// MessageInfo.Offset. The bridge registers it once with its transport so
-// that samples are sent from where they lie. Valid until Close.
+// MessageInfo.Offset. A republishing subscription that carries samples
+// out (the bridge) registers it once with its transport, so samples are
+// sent from where they lie instead of copied first. Valid until Close.
 func (s *Subscription) HostPool() []byte { return s.t.rpool }
 
 // Return gives the sample back, once the copier copies out of it

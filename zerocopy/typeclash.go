@@ -45,7 +45,7 @@ func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
 					continue
 				}
 				for _, ep := range eps {
-					if !ep.Bridge {
+					if !ep.Republish {
 						foreign = append(foreign, ep)
 					}
 				}

@@ -225,8 +225,12 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 	}
 }
 
-// WaitWord is a futex word and the value it held when a sleep was prepared.
-type WaitWord = shm.Waiter
+// WaitWord is a futex word and the value it held when a sleep was prepared:
+// the sleeper waits while Word still holds Val.
+type WaitWord struct {
+	Word *atomic.Uint32
+	Val  uint32
+}
 
 // Sleep is the blocking part of a Wait, done by its caller: the rmw library
 // sleeps outside Go, on its caller's stack and with its signal mask.

@@ -10,6 +10,8 @@ import (
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // child is the state of a subscriber process.
@@ -47,6 +49,10 @@ func ChildMain() error {
 }
 
 func (c *child) close() {
+	if d, ok := c.dev.(*cuda.Device); ok {
+		d.Close()
+		c.dev = nil
+	}
 	if c.rc != nil {
 		c.rc.Close()
 		c.rc, c.node = nil, nil
@@ -80,7 +86,7 @@ func (c *child) init(req request) error {
 		}
 		c.dev = testDevice()
 	} else {
-		dev, err := rc.Engine().GPU()
+		dev, err := cuda.Open(rc.Engine().Config().Device) // the engine's primary context
 		if err != nil {
 			return c.answer(needsGPU(err))
 		}
@@ -103,7 +109,7 @@ func (c *child) init(req request) error {
 
 // waitSample blocks in Subscription.Wait until a sample is queued, notes
 // the time it returned, and takes the sample.
-func (c *child) waitSample(sub *rgaps.Subscription) (*rgaps.Sample, int64, error) {
+func (c *child) waitSample(sub *zerocopy.Subscription) (*zerocopy.Sample, int64, error) {
 	var wake int64
 	smp, err := benchutil.TakeNext(sub, c.ppid, func() { wake = time.Now().UnixNano() })
 	if err != nil {
@@ -129,7 +135,7 @@ func (c *child) dp1(req request) error {
 	if req.Size < MinSize || req.Count <= 0 {
 		return c.answer(fmt.Errorf("bad cell: size %d, count %d", req.Size, req.Count))
 	}
-	sub, err := c.node.NewSubscription(req.Topic, msgType, rgaps.DefaultQoS())
+	sub, err := c.node.NewSubscription(req.Topic, msgType, qos.Default())
 	if err != nil {
 		return c.answer(err)
 	}
@@ -196,7 +202,7 @@ func (c *child) dp3(req request) error {
 	default:
 		return c.answer(fmt.Errorf("unknown path %q", req.Path))
 	}
-	sub, err := c.node.NewSubscription(req.Topic, msgType, rgaps.DefaultQoS(), opts...)
+	sub, err := c.node.NewSubscription(req.Topic, msgType, qos.Default(), opts...)
 	if err != nil {
 		return c.answer(err)
 	}
@@ -228,7 +234,9 @@ func (c *child) dp3(req request) error {
 		}
 		var p cuda.DevicePtr
 		if req.Path == PathShared {
-			p, err = smp.DevicePtr()
+			var zp zerocopy.DevicePtr
+			zp, err = smp.DevicePtr()
+			p = cuda.DevicePtr(zp)
 		} else {
 			b := smp.Bytes()
 			if len(b) != req.Size {

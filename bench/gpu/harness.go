@@ -16,6 +16,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // harness is the publisher side of a run.
@@ -31,9 +32,9 @@ type harness struct {
 	dev  device
 	cdev *cuda.Device // nil with the fake device
 
-	pub1      *rgaps.Publisher // data path 1: host topic, pool registered
-	pubShared *rgaps.Publisher // data path 3, Pinned-Shared: GPU topic
-	pubIce    *rgaps.Publisher // data path 3, Pageable-Iceoryx: host topic, never registered
+	pub1      *zerocopy.Publisher // data path 1: host topic, pool registered
+	pubShared *zerocopy.Publisher // data path 3, Pinned-Shared: GPU topic
+	pubIce    *zerocopy.Publisher // data path 3, Pageable-Iceoryx: host topic, never registered
 	topics    []string
 	topic1    string
 	topicSh   string
@@ -46,8 +47,8 @@ func (h *harness) progress(format string, args ...any) {
 	}
 }
 
-func engineConfig(prefix string, pool uint64, device int) rgaps.EngineConfig {
-	return rgaps.EngineConfig{Prefix: prefix, PoolSize: pool, StagingSize: pool, Device: device, BusyPoll: -1}
+func engineConfig(prefix string, pool uint64, device int) zerocopy.Config {
+	return zerocopy.Config{Prefix: prefix, PoolSize: pool, StagingSize: pool, Device: device, BusyPoll: -1}
 }
 
 // open joins the domain, opens the device, creates the publishers and pays
@@ -66,7 +67,7 @@ func (h *harness) open() error {
 	if h.o.fake {
 		h.dev = testDevice()
 	} else {
-		cdev, err := rc.Engine().GPU()
+		cdev, err := cuda.Open(rc.Engine().Config().Device) // the engine's primary context
 		if err != nil {
 			if errors.Is(err, cuda.ErrNotSupported) {
 				return needsGPU(err)
@@ -77,7 +78,7 @@ func (h *harness) open() error {
 	}
 	h.procs.Watch()
 	base := fmt.Sprintf("/rgaps_bench_gpu/p%d", os.Getpid())
-	q := rgaps.DefaultQoS()
+	q := qos.Default()
 	if h.o.runs(1) {
 		h.topic1 = base + "/dp1_pinned_shm"
 		if h.pub1, err = h.node.NewPublisher(h.topic1, msgType, q); err != nil {
@@ -178,6 +179,9 @@ func (h *harness) spawnAll() error {
 // and stops the private prefix's GPU daemon.
 func (h *harness) close(failed bool) error {
 	err := h.procs.Teardown(failed, 15*time.Second, h.rc, h.o.Prefix, h.private)
+	if h.cdev != nil {
+		err = errors.Join(err, h.cdev.Close())
+	}
 	if h.private && h.o.runs(3) && !h.o.fake {
 		stopDaemon(h.o.Prefix, h.o.Domain)
 	}
@@ -212,7 +216,7 @@ func stopDaemon(prefix string, domain uint32) {
 }
 
 // waitMatched waits until pub has n matched subscriptions.
-func (h *harness) waitMatched(pub *rgaps.Publisher, n int) error {
+func (h *harness) waitMatched(pub *zerocopy.Publisher, n int) error {
 	return benchutil.WaitMatched(h.ctx, pub, n, 30*time.Second)
 }
 

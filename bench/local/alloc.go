@@ -6,8 +6,9 @@ import (
 	"slices"
 	"time"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/tlsf"
 )
 
@@ -17,7 +18,7 @@ import (
 // record, held entry, TLSF on the topic's pool) on a topic of its own.
 func (h *harness) measureAlloc() ([]AllocRow, error) {
 	topic := fmt.Sprintf("/rgaps_bench/p%d/alloc", os.Getpid())
-	pub, err := h.node.NewPublisher(topic, msgType, rgaps.DefaultQoS())
+	pub, err := h.node.NewPublisher(topic, msgType, qos.Default())
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ const loanWarmup = 100_000
 // measureLoan times n Loan(size)+Discard pairs individually (after
 // loanWarmup untimed ones) and returns their median and 99th percentile in
 // ns. Like MeasureAllocFree, the timings include reading the clock.
-func measureLoan(pub *rgaps.Publisher, size, n int) (p50, p99 int64, err error) {
+func measureLoan(pub *zerocopy.Publisher, size, n int) (p50, p99 int64, err error) {
 	pair := func() error {
 		l, err := pub.Loan(size)
 		if err != nil {

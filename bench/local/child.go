@@ -8,6 +8,8 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // ChildCommand is the rgaps command that runs ChildMain; the default
@@ -61,7 +63,7 @@ func (c *child) close() {
 // init joins the domain. A failure is answered, not fatal.
 func (c *child) init(req request) error {
 	dom := req.Domain
-	ctx, err := rgaps.NewContext(rgaps.Options{Domain: &dom, Engine: rgaps.EngineConfig{
+	ctx, err := rgaps.NewContext(rgaps.Options{Domain: &dom, Engine: zerocopy.Config{
 		Prefix: req.Prefix, PoolSize: req.PoolSize, BusyPoll: req.BusyPoll,
 	}})
 	if err != nil {
@@ -92,7 +94,7 @@ func (c *child) cell(req request) error {
 		if c.node == nil {
 			return benchutil.WriteFrame(c.ctl, reply{Err: "not initialised"})
 		}
-		sub, err := c.node.NewSubscription(req.Topic, msgType, rgaps.DefaultQoS())
+		sub, err := c.node.NewSubscription(req.Topic, msgType, qos.Default())
 		if err != nil {
 			return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 		}
@@ -160,7 +162,7 @@ func (c *child) cell(req request) error {
 // recvRgaps blocks in Subscription.Wait (futex, or a spin first with
 // BusyPoll), takes the sample and records now − t0; finish checks the bytes
 // in place and returns the sample.
-func (c *child) recvRgaps(sub *rgaps.Subscription, i, size int) (int64, func() (string, error), error) {
+func (c *child) recvRgaps(sub *zerocopy.Subscription, i, size int) (int64, func() (string, error), error) {
 	smp, err := benchutil.TakeNext(sub, c.ppid, nil)
 	if err != nil {
 		return 0, nil, err

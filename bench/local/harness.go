@@ -8,6 +8,8 @@ import (
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // peerTimeout bounds every blocking read or write on a socket to a child:
@@ -23,7 +25,7 @@ type harness struct {
 
 	rc       *rgaps.Context
 	node     *rgaps.Node
-	pub      *rgaps.Publisher // the wakeup topic's
+	pub      *zerocopy.Publisher // the wakeup topic's
 	topic    string
 	poolSize uint64
 	udsBuf   []byte
@@ -54,7 +56,7 @@ func (h *harness) open() error {
 	h.poolSize = poolFor(h.o)
 	h.topic = fmt.Sprintf("/rgaps_bench/p%d/wakeup", os.Getpid())
 	dom := h.o.Domain
-	rc, err := rgaps.NewContext(rgaps.Options{Domain: &dom, Engine: rgaps.EngineConfig{
+	rc, err := rgaps.NewContext(rgaps.Options{Domain: &dom, Engine: zerocopy.Config{
 		Prefix: h.o.Prefix, PoolSize: h.poolSize, BusyPoll: -1,
 	}})
 	if err != nil {
@@ -64,7 +66,7 @@ func (h *harness) open() error {
 	if h.node, err = rc.NewNode("bench_pub", "/rgaps_bench"); err != nil {
 		return err
 	}
-	if h.pub, err = h.node.NewPublisher(h.topic, msgType, rgaps.DefaultQoS()); err != nil {
+	if h.pub, err = h.node.NewPublisher(h.topic, msgType, qos.Default()); err != nil {
 		return err
 	}
 	h.procs.Watch()

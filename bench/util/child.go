@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 // ChildSetup starts a subscriber process: it ignores SIGINT and SIGTERM
@@ -53,10 +53,10 @@ func Serve[R any](ctl FD, limit uint32, handle func(req R) (stop bool, err error
 // TakeNext blocks in sub.Wait (a second at a time, giving up once the
 // parent, ppid, is gone) until a sample is queued, and takes it. woke,
 // unless nil, runs each time Wait returns, before Take.
-func TakeNext(sub *rgaps.Subscription, ppid int, woke func()) (*rgaps.Sample, error) {
+func TakeNext(sub *zerocopy.Subscription, ppid int, woke func()) (*zerocopy.Sample, error) {
 	for {
 		err := sub.Wait(time.Second)
-		if errors.Is(err, rgaps.ErrTimeout) {
+		if errors.Is(err, zerocopy.ErrTimeout) {
 			if os.Getppid() != ppid {
 				return nil, errors.New("the benchmark process exited")
 			}
@@ -69,7 +69,7 @@ func TakeNext(sub *rgaps.Subscription, ppid int, woke func()) (*rgaps.Sample, er
 			woke()
 		}
 		smp, err := sub.Take()
-		if errors.Is(err, rgaps.ErrNoData) {
+		if errors.Is(err, zerocopy.ErrNoData) {
 			continue
 		}
 		if err != nil {

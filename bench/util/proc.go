@@ -18,6 +18,7 @@ import (
 	"time"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 // Kid is one subscriber process.
@@ -270,7 +271,7 @@ func Finish(ctx context.Context, err error, close func(failed bool) error) error
 }
 
 // WaitMatched waits, up to timeout, until pub has n matched subscriptions.
-func WaitMatched(ctx context.Context, pub *rgaps.Publisher, n int, timeout time.Duration) error {
+func WaitMatched(ctx context.Context, pub *zerocopy.Publisher, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for pub.Matched() != n {
 		if time.Now().After(deadline) {

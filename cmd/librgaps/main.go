@@ -204,14 +204,14 @@ func release() error {
 
 // capiQoS is the QoS of new endpoints: RELIABLE, KEEP_ALL, VOLATILE, or the
 // named profile of RGAPS_QOS.
-func capiQoS() (rgaps.QoS, error) {
+func capiQoS() (qos.Profile, error) {
 	name := os.Getenv("RGAPS_QOS")
 	if name == "" || name == "keep_all" {
-		q := rgaps.DefaultQoS()
+		q := qos.Default()
 		q.History, q.Depth = qos.HistoryKeepAll, 0
 		return q, nil
 	}
-	q, err := rgaps.QoSByName(name)
+	q, err := qos.ByName(name)
 	if err != nil {
 		return q, errorf(cabi.Invalid, "RGAPS_QOS=%q: %v", name, err)
 	}
@@ -223,7 +223,7 @@ func capiQoS() (rgaps.QoS, error) {
 type endpointSpec struct {
 	node  *rgaps.Node
 	topic string // resolved
-	qos   rgaps.QoS
+	qos   qos.Profile
 	gpu   bool
 }
 

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"unsafe"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/cabi"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -21,7 +21,7 @@ const maxMessage = 1 << 40
 // pubState is the Go side of a publisher handle.
 type pubState struct {
 	endpoint
-	pub *rgaps.Publisher
+	pub *zerocopy.Publisher
 }
 
 //export rgapsgo_publisher_init
@@ -58,7 +58,7 @@ func rgapsgo_publisher_push(p *C.struct_rgaps_handle, size C.size_t, src unsafe.
 	defer st.life.exit()
 	n := int(size)
 	if st.gpu {
-		return report(st.pub.PublishFrom(rgaps.DevicePtr(uintptr(src)), n))
+		return report(st.pub.PublishFrom(zerocopy.DevicePtr(uintptr(src)), n))
 	}
 	if a := uintptr(src); a < 4096 || a+uintptr(n) < a {
 		return report(errorf(cabi.Fault, "payload: cannot read %d bytes at %#x", n, a))
@@ -69,10 +69,10 @@ func rgapsgo_publisher_push(p *C.struct_rgaps_handle, size C.size_t, src unsafe.
 // pushHost copies n bytes at host address src into a loan and publishes
 // it. The copy is guarded: an unreadable src is RGAPS_EFAULT, and the loan
 // goes back to the pool.
-func pushHost(pub *rgaps.Publisher, src unsafe.Pointer, n int) error {
+func pushHost(pub *zerocopy.Publisher, src unsafe.Pointer, n int) error {
 	l, err := pub.Loan(n)
 	if err != nil {
-		if errors.Is(err, rgaps.ErrPoolExhausted) && pub.QoS().Reliability == qos.ReliabilityBestEffort {
+		if errors.Is(err, zerocopy.ErrPoolExhausted) && pub.QoS().Reliability == qos.ReliabilityBestEffort {
 			return nil // best effort: a full pool drops the message (counted)
 		}
 		return err

@@ -13,8 +13,8 @@ import (
 	"time"
 	"unsafe"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/cabi"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 // pollSlice bounds one kernel wait of a pull, so that a destroy from
@@ -24,12 +24,12 @@ const pollSlice = 100 * time.Millisecond
 // subState is the Go side of a subscriber handle.
 type subState struct {
 	endpoint
-	sub     *rgaps.Subscription
+	sub     *zerocopy.Subscription
 	timeout atomic.Int64 // ms; < 0: for ever
 
-	mu     sync.Mutex    // serialises pull, release and info (cur)
-	cur    *rgaps.Sample // the message held since the last pull, or nil
-	curPtr uintptr       // its payload's address (host or device)
+	mu     sync.Mutex       // serialises pull, release and info (cur)
+	cur    *zerocopy.Sample // the message held since the last pull, or nil
+	curPtr uintptr          // its payload's address (host or device)
 }
 
 // dropLocked gives the held message back. Must hold st.mu.
@@ -43,7 +43,7 @@ func (st *subState) dropLocked() error {
 }
 
 // holdLocked makes smp the held message and returns its payload address.
-func (st *subState) holdLocked(smp *rgaps.Sample) (uintptr, error) {
+func (st *subState) holdLocked(smp *zerocopy.Sample) (uintptr, error) {
 	var addr uintptr
 	if st.gpu {
 		p, err := smp.DevicePtr()
@@ -86,7 +86,7 @@ func (st *subState) pull() (uintptr, error) {
 		if err == nil {
 			return st.holdLocked(smp)
 		}
-		if !errors.Is(err, rgaps.ErrNoData) {
+		if !errors.Is(err, zerocopy.ErrNoData) {
 			return 0, err
 		}
 		wait := pollSlice
@@ -100,7 +100,7 @@ func (st *subState) pull() (uintptr, error) {
 			}
 			wait = min(wait, left)
 		}
-		if err := st.sub.Wait(wait); err != nil && !errors.Is(err, rgaps.ErrTimeout) {
+		if err := st.sub.Wait(wait); err != nil && !errors.Is(err, zerocopy.ErrTimeout) {
 			return 0, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	benchlocal "github.com/rmw-rgaps/rmw_rgaps/bench/local"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 func init() {
@@ -57,7 +58,7 @@ func runBenchLocal(args []string) error {
 		return derr
 	}
 	if *domain > 1<<32-1 {
-		return fmt.Errorf("%w: domain %d", rgaps.ErrInvalid, *domain)
+		return fmt.Errorf("%w: domain %d", zerocopy.ErrInvalid, *domain)
 	}
 	o := benchlocal.Options{Iters: *iters, Warmup: *warmup, AllocSamples: *allocSamples, BusyPoll: *busyPoll, Domain: uint32(*domain)}
 	var err error

@@ -31,6 +31,7 @@ import (
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -191,7 +192,7 @@ func runDemoSub(args []string) (err error) {
 	if _, err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
-	s, err := openSession(fs.domain.options(rgaps.EngineConfig{}), "rgaps_demo_sub")
+	s, err := openSession(fs.domain.options(zerocopy.Config{}), "rgaps_demo_sub")
 	if err != nil {
 		return err
 	}
@@ -201,9 +202,12 @@ func runDemoSub(args []string) (err error) {
 	var devBuf []byte
 	if onGPU {
 		opts = append(opts, rgaps.OnGPU())
-		if dev, err = s.ctx.Engine().GPU(); err != nil {
+		// A hold of its own on the domain's device (the same primary
+		// context: the engine's device pointers are valid in it).
+		if dev, err = cuda.Open(s.ctx.Engine().Config().Device); err != nil {
 			return err
 		}
+		defer dev.Close()
 	}
 	sub, err := s.node.NewSubscription(topic, typeBytes, demoQoS(), opts...)
 	if err != nil {
@@ -246,13 +250,13 @@ func runDemoSub(args []string) (err error) {
 	var lat []time.Duration
 	next := uint64(0)
 	var doneAt time.Time
-	items, ready := []rgaps.Waitable{sub, finish, s.stop}, make([]bool, 3)
+	items, ready := []zerocopy.Waitable{sub, finish, s.stop}, make([]bool, 3)
 	for {
 		// Read the flag before taking: every message was queued before
 		// stdin closed, so an empty queue seen after the flag is final.
 		done := finish.Ready() || s.interrupted()
 		smp, err := sub.Take()
-		if errors.Is(err, rgaps.ErrNoData) {
+		if errors.Is(err, zerocopy.ErrNoData) {
 			if done && (s.interrupted() || int64(rep.Received) >= expect.Load()) {
 				break
 			}
@@ -265,7 +269,7 @@ func runDemoSub(args []string) (err error) {
 			if done {
 				items = items[:1] // wait for the stragglers only
 			}
-			if err := s.ctx.Wait(items, ready, demoTimeout); errors.Is(err, rgaps.ErrTimeout) {
+			if err := s.ctx.Wait(items, ready, demoTimeout); errors.Is(err, zerocopy.ErrTimeout) {
 				return fmt.Errorf("no message for %v", demoTimeout)
 			}
 			continue
@@ -285,7 +289,7 @@ func runDemoSub(args []string) (err error) {
 				devBuf = make([]byte, smp.Size())
 			}
 			b = devBuf[:smp.Size()]
-			if err := dev.MemcpyDtoH(b, p); err != nil {
+			if err := dev.MemcpyDtoH(b, cuda.DevicePtr(p)); err != nil {
 				return fmt.Errorf("reading the device copy: %w", err)
 			}
 		}
@@ -408,7 +412,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	// A pool for a few largest messages in flight per subscriber; a
 	// reliable publisher waits for room when it is full.
 	pool := max(64<<20, 8*o.size)
-	cfg := rgaps.EngineConfig{PoolSize: uint64(pool), BlockTimeout: demoTimeout / 4}
+	cfg := zerocopy.Config{PoolSize: uint64(pool), BlockTimeout: demoTimeout / 4}
 	s, err := openSession(o.domain.options(cfg), "rgaps_demo")
 	if err != nil {
 		return err
@@ -419,10 +423,9 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	var opts []rgaps.EndpointOption
 	if o.host {
 		memory += " (-host)"
-	} else if dev, gerr := s.ctx.Engine().GPU(); gerr != nil {
+	} else if info, gerr := s.ctx.Engine().GPU(); gerr != nil {
 		memory += fmt.Sprintf(" (no GPU here: %v)", gerr)
 	} else {
-		info, _ := dev.Info()
 		memory = fmt.Sprintf("shared GPU pool on %s: one host→device copy per message, read in place by every GPU subscriber", info.Name)
 		opts = append(opts, rgaps.OnGPU())
 	}
@@ -504,7 +507,7 @@ func demo(o demoOpts, w io.Writer) (err error) {
 	paths := map[string]int{}
 	if eps, err := s.ctx.Endpoints(topic); err == nil {
 		for _, e := range eps {
-			if !e.Bridge {
+			if !e.Republish {
 				paths[e.Path]++
 			}
 		}

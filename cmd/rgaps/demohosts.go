@@ -151,7 +151,7 @@ func (h *emuHosts) remotePaths(domain uint32, topic string) map[string]int {
 	eps, _ := d.Endpoints(topic)
 	paths := map[string]int{}
 	for _, e := range eps {
-		if !e.Bridge {
+		if !e.Republish {
 			paths[e.Path]++
 		}
 	}

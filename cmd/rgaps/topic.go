@@ -143,7 +143,7 @@ func (d *domainFlag) Set(s string) error {
 }
 
 // options are the context options for the domain (and an engine config).
-func (d domainFlag) options(cfg rgaps.EngineConfig) rgaps.Options {
+func (d domainFlag) options(cfg zerocopy.Config) rgaps.Options {
 	o := rgaps.Options{Engine: cfg}
 	if d.set {
 		id := d.id
@@ -313,7 +313,7 @@ func profileByName(name string) (qos.Profile, error) {
 type session struct {
 	ctx  *rgaps.Context
 	node *rgaps.Node
-	stop *rgaps.GuardCondition
+	stop *zerocopy.GuardCondition
 	sigs chan os.Signal
 	pipe chan os.Signal // SIGPIPE, caught so that a closed stdout is an error (outputDone), not death
 	done chan struct{}  // closed by close: the signal goroutine ends
@@ -378,7 +378,7 @@ func withSession(o rgaps.Options, name string, fn func(s *session) error) (err e
 // withGraph joins domain d without a node (list and info create no
 // endpoint) and runs fn with the topics in the graph.
 func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) error {
-	ctx, err := rgaps.NewContext(d.options(rgaps.EngineConfig{}))
+	ctx, err := rgaps.NewContext(d.options(zerocopy.Config{}))
 	if err != nil {
 		return fmt.Errorf("joining domain: %w", err)
 	}
@@ -398,12 +398,12 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 		for _, p := range st.Peers {
 			for _, e := range p.Endpoints {
 				g.remote = append(g.remote, e)
-				if !slices.ContainsFunc(g.topics, func(t rgaps.TopicInfo) bool { return t.Name == e.Topic }) {
-					g.topics = append(g.topics, rgaps.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
+				if !slices.ContainsFunc(g.topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic }) {
+					g.topics = append(g.topics, zerocopy.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
 				}
 			}
 		}
-		slices.SortFunc(g.topics, func(a, b rgaps.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(g.topics, func(a, b zerocopy.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return fn(ctx, g)
 }
@@ -411,7 +411,7 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 // graphView is the graph the topic tools show: this host's topics and, when
 // a bridge daemon runs, the endpoints on other hosts it knows of.
 type graphView struct {
-	topics  []rgaps.TopicInfo
+	topics  []zerocopy.TopicInfo
 	remote  []status.RemoteEndpoint
 	bridged bool
 }
@@ -439,8 +439,8 @@ func (s *session) sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	err := s.ctx.Wait([]rgaps.Waitable{s.stop}, make([]bool, 1), d)
-	return errors.Is(err, rgaps.ErrTimeout)
+	err := s.ctx.Wait([]zerocopy.Waitable{s.stop}, make([]bool, 1), d)
+	return errors.Is(err, zerocopy.ErrTimeout)
 }
 
 // topicType returns the type of topic in the graph. When the topic has no
@@ -448,7 +448,7 @@ func (s *session) sleep(d time.Duration) bool {
 // `ros2 topic echo` does; ok is false when interrupted meanwhile.
 func (s *session) topicType(topic string) (typ string, ok bool, err error) {
 	gc := s.ctx.Engine().NewGraphCondition()
-	items, ready := []rgaps.Waitable{gc, s.stop}, make([]bool, 2)
+	items, ready := []zerocopy.Waitable{gc, s.stop}, make([]bool, 2)
 	warned := false
 	for {
 		gc.Reset() // before reading, so that no change is missed
@@ -456,7 +456,7 @@ func (s *session) topicType(topic string) (typ string, ok bool, err error) {
 		if err != nil {
 			return "", false, fmt.Errorf("reading the graph: %w", err)
 		}
-		if i := slices.IndexFunc(topics, func(t rgaps.TopicInfo) bool { return t.Name == topic }); i >= 0 {
+		if i := slices.IndexFunc(topics, func(t zerocopy.TopicInfo) bool { return t.Name == topic }); i >= 0 {
 			return topics[i].Type, true, nil
 		}
 		if !warned {
@@ -499,7 +499,7 @@ func (s *session) subscriptionQoS(topic, name string) (qos.Profile, error) {
 // subscribe creates the subscription of echo and hz: typ "" takes the type
 // from the graph. It returns the type subscribed to; sub is nil when the
 // command was interrupted before the subscription existed.
-func (s *session) subscribe(topic, typ, qosName string) (*rgaps.Subscription, string, error) {
+func (s *session) subscribe(topic, typ, qosName string) (*zerocopy.Subscription, string, error) {
 	if typ == "" {
 		t, ok, err := s.topicType(topic)
 		if err != nil || !ok {
@@ -554,8 +554,8 @@ func (o *subscribeOpts) checkQoS() error {
 
 // run runs fn in a session called name, with the subscription (see
 // subscribe); an interrupt before the subscription exists ends it quietly.
-func (o *subscribeOpts) run(name string, fn func(s *session, sub *rgaps.Subscription, typ string) error) error {
-	return withSession(o.domain.options(rgaps.EngineConfig{}), name, func(s *session) error {
+func (o *subscribeOpts) run(name string, fn func(s *session, sub *zerocopy.Subscription, typ string) error) error {
+	return withSession(o.domain.options(zerocopy.Config{}), name, func(s *session) error {
 		sub, typ, err := s.subscribe(o.topic, o.typ, o.qosName)
 		if err != nil || sub == nil {
 			return err
@@ -566,9 +566,9 @@ func (o *subscribeOpts) run(name string, fn func(s *session, sub *rgaps.Subscrip
 
 // take takes the next message of sub and hands it to fn, then returns it
 // to the pool; took is false when no message is queued.
-func take(sub *rgaps.Subscription, fn func(smp *rgaps.Sample)) (took bool, err error) {
+func take(sub *zerocopy.Subscription, fn func(smp *zerocopy.Sample)) (took bool, err error) {
 	smp, err := sub.Take()
-	if errors.Is(err, rgaps.ErrNoData) {
+	if errors.Is(err, zerocopy.ErrNoData) {
 		return false, nil
 	}
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"os"
 	"strings"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -79,7 +79,7 @@ func echoTypeError(err error) error {
 }
 
 func runEcho(o echoOpts, w io.Writer) error {
-	return o.run("_rgaps_echo", func(s *session, sub *rgaps.Subscription, typ string) error {
+	return o.run("_rgaps_echo", func(s *session, sub *zerocopy.Subscription, typ string) error {
 		var m *schema.Message // nil: summary lines
 		prefix := 0           // bytes before the CDR: the plain layout's
 		if !o.raw && typ != typeBytes {
@@ -90,10 +90,10 @@ func runEcho(o echoOpts, w io.Writer) error {
 			prefix = payloadPrefix(m)
 		}
 		bw := bufio.NewWriter(w)
-		items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
+		items, ready := []zerocopy.Waitable{sub, s.stop}, make([]bool, 2)
 		var lost uint64
 		for count := 0; o.n == 0 || count < o.n; {
-			took, err := take(sub, func(smp *rgaps.Sample) {
+			took, err := take(sub, func(smp *zerocopy.Sample) {
 				if l := sub.Lost(); l != lost {
 					fmt.Fprintf(os.Stderr, "%d message(s) lost (queue overflow)\n", l-lost)
 					lost = l

@@ -40,7 +40,7 @@ func parseList(args []string, out io.Writer) (listOpts, error) {
 
 func runList(o listOpts, w io.Writer) error {
 	return withGraph(o.domain, func(_ *rgaps.Context, g graphView) error {
-		topics := slices.DeleteFunc(g.topics, func(t rgaps.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
+		topics := slices.DeleteFunc(g.topics, func(t zerocopy.TopicInfo) bool { return !o.all && names.IsHidden(t.Name) })
 		if o.countOnly {
 			_, err := fmt.Fprintln(w, len(topics))
 			return err
@@ -82,7 +82,7 @@ func runInfo(o infoOpts, w io.Writer) error {
 // endpoints on other hosts the bridge daemon reports (their data path is
 // the bridge's transport: fabric:<provider> or tcp).
 func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
-	i := slices.IndexFunc(g.topics, func(t rgaps.TopicInfo) bool { return t.Name == o.topic })
+	i := slices.IndexFunc(g.topics, func(t zerocopy.TopicInfo) bool { return t.Name == o.topic })
 	if i < 0 {
 		return fmt.Errorf("unknown topic %s (no live endpoint in domain %d)", o.topic, ctx.DomainID())
 	}
@@ -92,9 +92,9 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 		return fmt.Errorf("reading the graph: %w", err)
 	}
 	// The bridge's own endpoints stand for the remote ones listed below.
-	eps = slices.DeleteFunc(eps, func(e rgaps.EndpointInfo) bool { return e.Bridge })
+	eps = slices.DeleteFunc(eps, func(e zerocopy.EndpointInfo) bool { return e.Republish })
 	type row struct {
-		rgaps.EndpointInfo
+		zerocopy.EndpointInfo
 		host      string // "" on this host
 		localPath string // the path on the remote host
 	}
@@ -113,7 +113,7 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 		var gid zerocopy.GID
 		hex.Decode(gid[:], []byte(e.GID))
 		hash, _ := zerocopy.ParseTypeHash(e.TypeHash) // unknown when malformed
-		rows = append(rows, row{EndpointInfo: rgaps.EndpointInfo{Topic: e.Topic, Type: e.Type, TypeHash: hash, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
+		rows = append(rows, row{EndpointInfo: zerocopy.EndpointInfo{Topic: e.Topic, Type: e.Type, TypeHash: hash, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
 			host: e.Host, localPath: e.LocalPath})
 	}
 	// Count from the endpoint list, which is read after the topic list:

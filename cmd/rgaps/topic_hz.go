@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 // ---- hz ---------------------------------------------------------------------
@@ -112,20 +112,20 @@ func bandwidth(bps float64) string {
 }
 
 func runHz(o hzOpts, w io.Writer) error {
-	return o.run("_rgaps_hz", func(s *session, sub *rgaps.Subscription, _ string) error {
+	return o.run("_rgaps_hz", func(s *session, sub *zerocopy.Subscription, _ string) error {
 		return measure(s, sub, o.window, w)
 	})
 }
 
 // measure is hz of sub in session s, over the last window messages.
-func measure(s *session, sub *rgaps.Subscription, window int, w io.Writer) error {
+func measure(s *session, sub *zerocopy.Subscription, window int, w io.Writer) error {
 	win := newHzWindow(window)
-	items, ready := []rgaps.Waitable{sub, s.stop}, make([]bool, 2)
+	items, ready := []zerocopy.Waitable{sub, s.stop}, make([]bool, 2)
 	next := time.Now().Add(time.Second)
 	reported := 0
 	for !s.interrupted() {
 		for {
-			took, err := take(sub, func(smp *rgaps.Sample) {
+			took, err := take(sub, func(smp *zerocopy.Sample) {
 				// The publish time, not the time of this take: a rate is
 				// the publisher's, whatever delays this process.
 				win.add(smp.Info().SourceTimestamp, len(smp.Bytes()))

@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/pattern"
 	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -120,7 +119,7 @@ func parsePub(args []string, out io.Writer) (pubOpts, error) {
 }
 
 func runPub(o pubOpts, w io.Writer) error {
-	return withSession(o.domain.options(rgaps.EngineConfig{}), "_rgaps_pub", func(s *session) error {
+	return withSession(o.domain.options(zerocopy.Config{}), "_rgaps_pub", func(s *session) error {
 		return publish(s, o, w)
 	})
 }
@@ -154,7 +153,7 @@ func publish(s *session, o pubOpts, w io.Writer) error {
 		}
 		what, err := publishOne(p, o, uint64(i))
 		switch {
-		case errors.Is(err, rgaps.ErrPoolExhausted), errors.Is(err, zerocopy.ErrQueueFull):
+		case errors.Is(err, zerocopy.ErrPoolExhausted), errors.Is(err, zerocopy.ErrQueueFull):
 			// A slow reader, not a broken topic: say so and go on, as a
 			// periodic publisher does.
 			fmt.Fprintf(os.Stderr, "message #%d not published: %v\n", i, err)
@@ -182,7 +181,7 @@ func publish(s *session, o pubOpts, w io.Writer) error {
 
 // publishOne builds message i in a loan (in place: no copy) and publishes
 // it; it returns what pub prints for it.
-func publishOne(p *rgaps.Publisher, o pubOpts, i uint64) (string, error) {
+func publishOne(p *zerocopy.Publisher, o pubOpts, i uint64) (string, error) {
 	var v *schema.Struct
 	size := int(o.size)
 	switch {

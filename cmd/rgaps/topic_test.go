@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	rgaps "github.com/rmw-rgaps/rmw_rgaps"
 	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -220,10 +220,10 @@ func TestTopicSizeAndDomainFlags(t *testing.T) {
 		}
 	}
 	var d domainFlag
-	if d.String() != "" || d.options(rgaps.EngineConfig{}).Domain != nil {
+	if d.String() != "" || d.options(zerocopy.Config{}).Domain != nil {
 		t.Error("an unset domain flag is not empty")
 	}
-	if err := d.Set("42"); err != nil || *d.options(rgaps.EngineConfig{}).Domain != 42 {
+	if err := d.Set("42"); err != nil || *d.options(zerocopy.Config{}).Domain != 42 {
 		t.Errorf("domain 42: %v", err)
 	}
 	for _, in := range []string{"-1", "x", "4294967296"} {

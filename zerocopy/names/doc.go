@@ -13,7 +13,9 @@
 //   - a reversible mapping between fully qualified topic names and strings
 //     that can be embedded in POSIX shared-memory object names (ShmSafe,
 //     FromShmSafe);
-//   - the hidden-name convention (IsHidden).
+//   - the hidden-name convention (IsHidden);
+//   - fully qualified node names, joined and split (FullNodeName,
+//     SplitFullNodeName).
 //
 // Service names obey exactly the topic-name rules; use the topic functions
 // for them.

@@ -7,13 +7,14 @@ package ours
 import (
 	"errors"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
 
 	benche2e "github.com/rmw-rgaps/rmw_rgaps/bench/e2e"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
@@ -331,7 +332,10 @@ func openChild(gpu bool) (*zerocopy.Domain, *cuda.Device, error) {
 	if err != nil || !gpu {
 		return d, nil, err
 	}
-	dev, err := d.GPU()
+	// The process's own hold on the domain's device (the same primary
+	// context, so the engine's device pointers are valid in it); closed
+	// with the process.
+	dev, err := cuda.Open(cfg.Device)
 	if err != nil {
 		d.Close()
 		return nil, nil, err
@@ -353,6 +357,9 @@ func pubMain(args []string) error {
 	defer func() {
 		if pub != nil {
 			pub.Close()
+		}
+		if dev != nil {
+			dev.Close()
 		}
 		if d != nil {
 			d.Close()
@@ -383,7 +390,7 @@ func pubMain(args []string) error {
 				if l, err = pub.LoanDevice(int(r.Size)); err == nil {
 					var p zerocopy.DevicePtr
 					if p, err = l.DevicePtr(); err == nil {
-						if err = dev.FillPattern(p, uint64(r.Size), benche2e.SeedOf(r.Seq), nil); err == nil {
+						if err = dev.FillPattern(cuda.DevicePtr(p), uint64(r.Size), benche2e.SeedOf(r.Seq), nil); err == nil {
 							err = dev.CtxSynchronize()
 						}
 					}
@@ -421,6 +428,9 @@ func subMain(args []string) error {
 		if sub != nil {
 			sub.Close()
 		}
+		if dev != nil {
+			dev.Close()
+		}
 		if d != nil {
 			d.Close()
 		}
@@ -451,7 +461,7 @@ func subMain(args []string) error {
 				if err != nil {
 					return subReply{Status: benche2e.Fail(err)}
 				}
-				if sum, err = dev.Checksum(p, uint64(smp.Size())); err != nil {
+				if sum, err = dev.Checksum(cuda.DevicePtr(p), uint64(smp.Size())); err != nil {
 					return subReply{Status: benche2e.Fail(err)}
 				}
 			} else {

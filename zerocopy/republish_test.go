@@ -12,11 +12,11 @@ import (
 // The bridge's endpoints never match each other, so a message a daemon
 // brought in from another host is not sent back out; they still match
 // every ordinary endpoint, and graph queries flag them.
-func TestBridgeEndpointsDoNotLoop(t *testing.T) {
+func TestRepublishEndpointsDoNotLoop(t *testing.T) {
 	d := openDomain(t, nil)
 	q := qos.Default()
 	spec := func(bridge bool) EndpointSpec {
-		return EndpointSpec{Topic: "/loop", Type: "std_msgs/msg/String", Node: "/n", QoS: q, Bridge: bridge}
+		return EndpointSpec{Topic: "/loop", Type: "std_msgs/msg/String", Node: "/n", QoS: q, Republish: bridge}
 	}
 	bpub, err := d.NewPublisher(spec(true))
 	if err != nil {
@@ -63,7 +63,7 @@ func TestBridgeEndpointsDoNotLoop(t *testing.T) {
 	}
 	nb := 0
 	for _, ep := range eps {
-		if ep.Bridge {
+		if ep.Republish {
 			nb++
 		}
 	}
@@ -71,7 +71,7 @@ func TestBridgeEndpointsDoNotLoop(t *testing.T) {
 		t.Errorf("graph: %d endpoints, %d flagged bridge; want 4 and 2", len(eps), nb)
 	}
 	tops, _ := d.Topics()
-	if len(tops) != 1 || tops[0].Publishers != 1 || tops[0].Subscriptions != 1 || tops[0].Bridged != 2 {
+	if len(tops) != 1 || tops[0].Publishers != 1 || tops[0].Subscriptions != 1 || tops[0].Republishing != 2 {
 		t.Errorf("topic counts %+v: want 1 publisher, 1 subscription, 2 bridged", tops)
 	}
 }
