@@ -194,6 +194,15 @@ func socketDetails(leaked []string) string {
 	return " (" + strings.Join(out, "; ") + ")"
 }
 
+// AtLeastLeakGrace makes the leak check of this test binary wait at least d
+// (call it from TestMain, before Main): for a package whose teardown closes
+// something a known while late. Say why where you call it.
+func AtLeastLeakGrace(d time.Duration) {
+	if d > leakGrace {
+		leakGrace = d
+	}
+}
+
 // leakGrace is how long the leak check waits for descriptors and goroutines
 // to go (RGAPS_LEAK_GRACE, e.g. 30s, when hunting for something closed
 // late rather than never).
