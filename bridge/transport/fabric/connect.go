@@ -334,10 +334,37 @@ func (l *msgListener) Close() error {
 	}
 	l.closed = true
 	l.gone.Store(true)
+	l.rejectPending()
 	l.destroy()
 	l.mu.Unlock()
 	l.p.forgetListener(l)
 	return nil
+}
+
+// rejectPending turns down the connection requests still queued on the
+// listener's event queue: closing the passive endpoint does not release
+// them, and each would hold its socket (in CLOSE_WAIT once the dialer gives
+// up) for the life of the process. Must hold l.mu.
+func (l *msgListener) rejectPending() {
+	if l.eq == nil {
+		return
+	}
+	var msg [256]C.char
+	for range 1024 { // bounded: the queue is finite, a broken one must not spin
+		var info *C.struct_fi_info
+		var fid C.fid_t
+		var iserr C.int
+		ev := C.rg_eq_read(l.eq, &info, &fid, &iserr, &msg[0], C.size_t(len(msg)))
+		if info != nil {
+			if ev == evConnReq {
+				C.fi_reject(l.pep, info.handle, nil, 0)
+			}
+			C.fi_freeinfo(info)
+		}
+		if ev == -C.FI_EAGAIN || (iserr != 0 && ev == -C.FI_EOTHER) {
+			return
+		}
+	}
 }
 
 func (p *Provider) dialMSG(addr string) (transport.Endpoint, error) {
