@@ -637,6 +637,10 @@ type EndpointInfo struct {
 	// Malformed counts the messages a subscription dropped because its
 	// front end could not decode them (Subscription.DropMalformed).
 	Malformed uint64
+	// Lost counts, for a subscription, samples lost to it (KEEP_LAST
+	// overwrites, best-effort overflow); for a publisher, samples it
+	// dropped.
+	Lost uint64
 	// Republish marks a republishing endpoint (EndpointSpec.Republish):
 	// it stands for endpoints elsewhere (the bridge's: on other hosts,
 	// which the bridge daemon reports).
@@ -770,6 +774,7 @@ func (d *Domain) inspectSegment(name, topic string) (_ []EndpointInfo, ti TopicI
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
 		ep.Malformed = t.u64(so + eMalformed).Load()
+		ep.Lost = t.u64(so + eLost).Load()
 		if ep.Republish {
 			ti.Republishing++
 		} else if ep.Kind == KindPublisher {
