@@ -148,7 +148,7 @@ func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_
 	nd.ctx.gids[pub.GID()] = true
 	nd.ctx.mu.Unlock()
 	pp := &publisher{nd: nd, p: pub, loans: map[uintptr]*zerocopy.Loan{}}
-	pp.st = newStatus(pub)
+	pp.st = newStatus(pub, d)
 	if err := nd.n.Track(pp); err != nil {
 		return nil, err
 	}
@@ -365,7 +365,7 @@ func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.r
 	qosToC(sub.QoS(), q)
 	s := &subscription{nd: nd, s: sub, ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
 		takeEvent: make(chan struct{}, 1)}
-	s.st = newStatus(sub)
+	s.st = newStatus(sub, d)
 	if err := nd.n.Track(s); err != nil {
 		return nil, err
 	}

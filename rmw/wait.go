@@ -34,6 +34,7 @@ const nEvents = int(C.RMW_EVENT_INVALID)
 // cleared only by take_event of that type.
 type status struct {
 	ep statusEndpoint
+	d  *zerocopy.Domain // the endpoint's: its graph word moves with every endpoint change
 
 	mu   sync.Mutex
 	last zerocopy.Status
@@ -45,8 +46,8 @@ type status struct {
 	cbs               [nEvents]*callback
 }
 
-func newStatus(ep statusEndpoint) *status {
-	return &status{ep: ep} // changes since creation (a match at creation) are events too
+func newStatus(ep statusEndpoint, d *zerocopy.Domain) *status {
+	return &status{ep: ep, d: d} // changes since creation (a match at creation) are events too
 }
 
 // poll folds the engine's changes into the per-type counters. Must hold mu.
@@ -274,9 +275,14 @@ func (st *status) setCallback(t int, cb *callback) {
 	}
 	go func() {
 		defer close(cb.done)
-		ready := []bool{false}
+		// An endpoint's status words move when someone refreshes its
+		// matches; the graph word moves at once with any endpoint change,
+		// so a new match is announced without waiting for the janitor.
+		graph := st.d.NewGraphCondition()
+		ready := []bool{false, false}
 		for {
 			cond := st.ep.StatusCondition()
+			graph.Reset()
 			st.mu.Lock()
 			st.poll()
 			n := st.events[t] - st.announced[t]
@@ -290,7 +296,7 @@ func (st *status) setCallback(t int, cb *callback) {
 				return
 			default:
 			}
-			if err := zerocopy.Wait([]zerocopy.Waitable{cond}, ready, pollEvery, 0); errors.Is(err, zerocopy.ErrClosed) {
+			if err := zerocopy.Wait([]zerocopy.Waitable{cond, graph}, ready, pollEvery, 0); errors.Is(err, zerocopy.ErrClosed) {
 				<-cb.stop // the endpoint is going: wait to be stopped, do not spin
 				return
 			}
