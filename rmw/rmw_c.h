@@ -182,6 +182,20 @@ RGAPS_HIDDEN void rgaps_msg_type_hash(const rosidl_message_type_support_t *ts, u
 /* The walker of a message type support, its name written to name[n]. */
 RGAPS_HIDDEN const rgaps_ts *rgaps_resolve_msg(const rosidl_message_type_support_t *ts, char *name, size_t n);
 
+/* What rmw_create_publisher and rmw_create_subscription learn of their
+ * type before they make anything. */
+typedef struct rgaps_endpoint_type {
+	const rgaps_ts *ts;
+	char name[512];
+	uint8_t hash[RGAPS_TYPE_HASH_SIZE];
+} rgaps_endpoint_type;
+/* The checks rmw_create_publisher and rmw_create_subscription share (NULL
+ * arguments, another implementation's node, an empty topic name, a dead
+ * context) and their type support's walker, name and hash: the node's
+ * data, or NULL with the error set. */
+RGAPS_HIDDEN rgaps_node *rgaps_endpoint_begin(const rmw_node_t *node, const rosidl_message_type_support_t *type_support,
+	const char *topic_name, const void *qos, const void *options, rgaps_endpoint_type *out);
+
 /* rmw_pub.c */
 RGAPS_HIDDEN rmw_ret_t rgaps_publish_cdr(uintptr_t pub, const rgaps_ts *ts, const void *msg, size_t prefix,
 	const void *head, size_t head_len);

@@ -90,6 +90,27 @@ const rgaps_ts *rgaps_resolve_msg(const rosidl_message_type_support_t *ts, char 
 	return t;
 }
 
+rgaps_node *rgaps_endpoint_begin(const rmw_node_t *node, const rosidl_message_type_support_t *type_support,
+	const char *topic_name, const void *qos, const void *options, rgaps_endpoint_type *out)
+{
+	ARG(node, NULL);
+	IMPL(node, NULL);
+	ARG(type_support, NULL);
+	ARG(topic_name, NULL);
+	ARG(qos, NULL);
+	ARG(options, NULL);
+	if (topic_name[0] == '\0')
+		FAIL(NULL, "topic_name argument is an empty string");
+	rgaps_node *nd = node_data(node);
+	if (nd == NULL || !live_context(node->context))
+		return NULL;
+	out->ts = rgaps_resolve_msg(type_support, out->name, sizeof out->name);
+	if (out->ts == NULL)
+		return NULL;
+	rgaps_msg_type_hash(type_support, out->hash);
+	return nd;
+}
+
 /* ---- allocation ----------------------------------------------------------------- */
 
 int rgaps_allocator_valid(const rcutils_allocator_t *a)

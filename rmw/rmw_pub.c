@@ -12,21 +12,11 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 	const rmw_publisher_options_t *publisher_options)
 {
 	RGAPS_GO_CALLS;
-	ARG(node, NULL);
-	IMPL(node, NULL);
-	ARG(type_support, NULL);
-	ARG(topic_name, NULL);
-	ARG(qos_profile, NULL);
-	ARG(publisher_options, NULL);
-	if (topic_name[0] == '\0')
-		FAIL(NULL, "topic_name argument is an empty string");
-	rgaps_node *nd = node_data(node);
-	if (nd == NULL || !live_context(node->context))
+	rgaps_endpoint_type et;
+	rgaps_node *nd = rgaps_endpoint_begin(node, type_support, topic_name, qos_profile, publisher_options, &et);
+	if (nd == NULL)
 		return NULL;
-	char type[512];
-	const rgaps_ts *ts = rgaps_resolve_msg(type_support, type, sizeof type);
-	if (ts == NULL)
-		return NULL;
+	const rgaps_ts *ts = et.ts;
 	const rcutils_allocator_t *a = ctx_alloc(node->context);
 	rmw_publisher_t *p = rgaps_alloc(a, sizeof *p);
 	rgaps_pub *d = rgaps_alloc(a, sizeof *d);
@@ -37,9 +27,7 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 	}
 	d->ts = ts;
 	d->qos = *qos_profile;
-	uint8_t hash[RGAPS_TYPE_HASH_SIZE];
-	rgaps_msg_type_hash(type_support, hash);
-	if (rgapsgo_pub_create(nd->go, topic, type, hash, &d->qos, d->gid, &d->go) != RMW_RET_OK)
+	if (rgapsgo_pub_create(nd->go, topic, et.name, et.hash, &d->qos, d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_PUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();

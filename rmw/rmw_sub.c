@@ -12,21 +12,11 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	const rmw_qos_profile_t *qos_policies, const rmw_subscription_options_t *subscription_options)
 {
 	RGAPS_GO_CALLS;
-	ARG(node, NULL);
-	IMPL(node, NULL);
-	ARG(type_support, NULL);
-	ARG(topic_name, NULL);
-	ARG(qos_policies, NULL);
-	ARG(subscription_options, NULL);
-	if (topic_name[0] == '\0')
-		FAIL(NULL, "topic_name argument is an empty string");
-	rgaps_node *nd = node_data(node);
-	if (nd == NULL || !live_context(node->context))
+	rgaps_endpoint_type et;
+	rgaps_node *nd = rgaps_endpoint_begin(node, type_support, topic_name, qos_policies, subscription_options, &et);
+	if (nd == NULL)
 		return NULL;
-	char type[512];
-	const rgaps_ts *ts = rgaps_resolve_msg(type_support, type, sizeof type);
-	if (ts == NULL)
-		return NULL;
+	const rgaps_ts *ts = et.ts;
 	const rcutils_allocator_t *a = ctx_alloc(node->context);
 	rmw_subscription_t *s = rgaps_alloc(a, sizeof *s);
 	rgaps_sub *d = rgaps_alloc(a, sizeof *d);
@@ -37,9 +27,7 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	}
 	d->ts = ts;
 	d->qos = *qos_policies;
-	uint8_t hash[RGAPS_TYPE_HASH_SIZE];
-	rgaps_msg_type_hash(type_support, hash);
-	if (rgapsgo_sub_create(nd->go, topic, type, hash, &d->qos, subscription_options->ignore_local_publications,
+	if (rgapsgo_sub_create(nd->go, topic, et.name, et.hash, &d->qos, subscription_options->ignore_local_publications,
 		    d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_SUB;
