@@ -1,13 +1,14 @@
 package test
 
 // The introspection walkers of the type support (typesupport/introspection:
-// ts_cdr.c, ts_cxx.cpp), which the rmw library links, tested alone, as
+// ts_cdr.c, ts_member.c, ts_cxx.cpp), which the rmw library links, tested alone, as
 // plain C and C++: the test programs in typesupport/introspection/testdata
 // (with hand-written rosidl introspection tables for C and C++ messages) are
 // compiled with gcc/g++ together with the library sources, under
 // AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer when the
 // compiler has them, and run as separate processes. Their self-tests cover
-// resolution, loanability, bounds and hostile input; the vectors are
+// resolution, loanability, bounds, hostile input and the invariants of
+// detached byte members (rgaps_ts_byte_member, ..._detached); the vectors are
 // cross-checked against the Go codec (typesupport/schema, typesupport/cdr):
 // the Go side encodes the same values, the C and C++ serialisations must be
 // the same bytes, and the C and C++ deserialisations of the Go bytes (little
@@ -50,8 +51,10 @@ func TestTS(t *testing.T) {
 	// The walkers as cgo compiles them in their package: default flags, no
 	// ROS headers; warnings are errors here.
 	t.Run("CompileLikeCgo", func(t *testing.T) {
-		tsRun(t, cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", filepath.Join(k.dir, "cgo_ts_cdr.o"))
-		tsRun(t, cc, "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", filepath.Join(k.dir, "c11_ts_cdr.o"))
+		for _, src := range tsCSources {
+			tsRun(t, cc, "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, src+".c"), "-o", filepath.Join(k.dir, "cgo_"+src+".o"))
+			tsRun(t, cc, "-std=c11", "-pedantic", "-O2", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, src+".c"), "-o", filepath.Join(k.dir, "c11_"+src+".o"))
+		}
 		tsRun(t, cxx, "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", filepath.Join(k.dir, "cgo_ts_cxx.o"))
 		tsRun(t, cxx, "-std=c++11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", filepath.Join(ts, "ts_cxx.cpp"))
 		// the headers from C++ too (the rmw shim may be C++)
@@ -62,7 +65,7 @@ func TestTS(t *testing.T) {
 		tsRun(t, cxx, "-Wall", "-Wextra", "-Werror", "-I"+ts, "-fsyntax-only", hdr)
 		// no main, no strong symbol but rgaps_ts_* defined by the library
 		// objects (weak ones are C++ template instances libstdc++ shares)
-		out, err := exec.Command("nm", "-g", "--defined-only", filepath.Join(k.dir, "cgo_ts_cdr.o"), filepath.Join(k.dir, "cgo_ts_cxx.o")).CombinedOutput()
+		out, err := exec.Command("nm", "-g", "--defined-only", filepath.Join(k.dir, "cgo_ts_cdr.o"), filepath.Join(k.dir, "cgo_ts_member.o"), filepath.Join(k.dir, "cgo_ts_cxx.o")).CombinedOutput()
 		if err != nil {
 			t.Skipf("nm: %v", err)
 		}
@@ -83,9 +86,13 @@ func TestTS(t *testing.T) {
 	})
 
 	flags := append([]string{"-g", "-O1", "-Wall", "-Wextra", "-Werror", "-fno-omit-frame-pointer"}, san...)
-	objs := []string{filepath.Join(k.dir, "ts_cdr.o"), filepath.Join(k.dir, "ts_cxx.o")}
-	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(ts, "ts_cdr.c"), "-o", objs[0])...)
-	tsRun(t, cxx, append(append([]string{}, flags...), "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", objs[1])...)
+	var objs []string
+	for _, src := range tsCSources {
+		objs = append(objs, filepath.Join(k.dir, src+".o"))
+		tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(ts, src+".c"), "-o", objs[len(objs)-1])...)
+	}
+	objs = append(objs, filepath.Join(k.dir, "ts_cxx.o"))
+	tsRun(t, cxx, append(append([]string{}, flags...), "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", objs[len(objs)-1])...)
 	k.cProg = filepath.Join(k.dir, "ts_c_test")
 	tsRun(t, cc, append(append([]string{"-std=gnu11"}, flags...), "-c", filepath.Join(ts, "testdata", "ts_c_test.c"), "-o", k.cProg+".o")...)
 	tsRun(t, cxx, append(append(append([]string{}, san...), objs...), k.cProg+".o", "-o", k.cProg)...)
@@ -94,6 +101,7 @@ func TestTS(t *testing.T) {
 	tsRun(t, cxx, append(append(append([]string{}, san...), objs...), k.cxProg+".o", "-o", k.cxProg)...)
 
 	t.Run("CSelftest", func(t *testing.T) { k.program(t, k.cProg, "selftest") })
+	t.Run("CDetached", func(t *testing.T) { k.program(t, k.cProg, "detached") })
 	t.Run("CThreads", func(t *testing.T) { k.program(t, k.cProg, "threads") })
 	t.Run("CThreadsTSan", func(t *testing.T) {
 		// the same program under ThreadSanitizer: the type cache and the
@@ -103,12 +111,14 @@ func TestTS(t *testing.T) {
 		if out, err := exec.Command(cc, append(tsan, "-std=gnu11", "-c", filepath.Join(ts, "ts_cdr.c"), "-o", prog+"_lib.o")...).CombinedOutput(); err != nil {
 			t.Skipf("no ThreadSanitizer: %v\n%s", err, out)
 		}
+		tsRun(t, cc, append(tsan, "-std=gnu11", "-c", filepath.Join(ts, "ts_member.c"), "-o", prog+"_member.o")...)
 		tsRun(t, cxx, append(tsan, "-c", filepath.Join(ts, "ts_cxx.cpp"), "-o", prog+"_cxx.o")...)
 		tsRun(t, cc, append(tsan, "-std=gnu11", "-c", filepath.Join(ts, "testdata", "ts_c_test.c"), "-o", prog+".o")...)
-		tsRun(t, cxx, append(tsan, prog+"_lib.o", prog+"_cxx.o", prog+".o", "-o", prog)...)
+		tsRun(t, cxx, append(tsan, prog+"_lib.o", prog+"_member.o", prog+"_cxx.o", prog+".o", "-o", prog)...)
 		k.program(t, prog, "threads")
 	})
 	t.Run("CXXSelftest", func(t *testing.T) { k.program(t, k.cxProg, "selftest") })
+	t.Run("CXXDetached", func(t *testing.T) { k.program(t, k.cxProg, "detached") })
 
 	vecs := tsVectors(t)
 	vdir := filepath.Join(k.dir, "vectors")
@@ -136,6 +146,9 @@ func TestTS(t *testing.T) {
 		tsCompare(t, vdir, "cpp", vecs, map[string]bool{"padded": true, "outer": true})
 	})
 }
+
+// tsCSources are the C files of typesupport/introspection (without .c).
+var tsCSources = []string{"ts_cdr", "ts_member"}
 
 // program runs a test program and fails on a non-zero exit, a sanitizer
 // report or a missing final OK.

@@ -4,7 +4,13 @@
 // (rosidl_typesupport_introspection_cpp) to and from XCDR1, walking the
 // rosidl introspection tables of the message's type support. Their C API is
 // rgaps_ts.h (rgaps_ts_resolve, rgaps_ts_serialize, rgaps_ts_deserialize,
-// ...); rgaps_rosidl_abi.h declares the parts of the rosidl ABI they read,
+// ...). ts_member.c adds the detached byte members: a top-level uint8,
+// octet or char sequence (a sensor_msgs/Image's data) read and written in
+// place, and (de)serialisation of the rest of the message with that member
+// empty on the wire, its bytes located in the buffer rather than copied
+// (rgaps_ts_byte_member, rgaps_ts_serialize_detached,
+// rgaps_ts_deserialize_detached, ...). ts_internal.h is what the C files
+// share. rgaps_rosidl_abi.h declares the parts of the rosidl ABI they read,
 // so they build without a ROS 2 installation (with -DRGAPS_USE_ROS_HEADERS
 // the real rosidl headers are included and the same static assertions check
 // them).

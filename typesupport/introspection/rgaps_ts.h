@@ -2,9 +2,9 @@
  * rgaps_ts.h — the introspection walkers of rmw_rgaps' type support: ROS 2
  * messages in C memory (rosidl_typesupport_introspection_c) or C++ memory
  * (rosidl_typesupport_introspection_cpp) to and from classic CDR. They live
- * in typesupport/introspection (ts_cdr.c, ts_cxx.cpp), a cgo package the
- * rmw library imports so that its C code (rmw/rmw_*.c) links them; nothing here
- * knows the rmw, shared memory or the network.
+ * in typesupport/introspection (ts_cdr.c, ts_member.c, ts_cxx.cpp), a cgo
+ * package the rmw library imports so that its C code (rmw/rmw_*.c) links
+ * them; nothing here knows the rmw, shared memory or the network.
  *
  * Wire format: XCDR1 as ROS 2's DDS middlewares write it, byte for byte what
  * the Go codec (typesupport/cdr, typesupport/schema) produces: the 4-byte
@@ -77,6 +77,54 @@ int rgaps_ts_serialize(const rgaps_ts *t, const void *ros_msg, uint8_t *buf, siz
  * anything is allocated. On error ros_msg is left valid (it can be finalised)
  * but its content is unspecified. */
 int rgaps_ts_deserialize(const rgaps_ts *t, const uint8_t *buf, size_t len, void *ros_msg);
+
+/* Detached byte members. A message such as sensor_msgs/Image can travel as
+ * two parts: its large byte field ("data", the device block) and the rest
+ * ("meta"), the CDR of the message with that field written empty. The
+ * member is a TOP-LEVEL sequence (unbounded or bounded) of uint8, octet or
+ * char; int8 (signed numbers) and bool sequences are not byte members, nor
+ * are fixed arrays or members of nested messages. These functions live in
+ * ts_member.c. For any message m and byte member k,
+ *   rgaps_ts_serialize_detached(m, k) == rgaps_ts_serialize(m with k emptied)
+ * and rgaps_ts_deserialize_detached of rgaps_ts_serialize(m) followed by
+ * rgaps_ts_set_member_bytes(buf + *data_off, *data_len) gives m again. */
+
+/* The index in the type's members of a byte member: name non-NULL, the
+ * member of that name, which must be a byte sequence; name NULL, the
+ * default rule: the member named "data" if it is a byte sequence, else the
+ * only byte sequence of the type. RGAPS_TS_ERROR otherwise, last_error
+ * naming the type and its byte sequences (or saying there are none). */
+int rgaps_ts_byte_member(const rgaps_ts *t, const char *name, uint32_t *index);
+
+/* rgaps_ts_serialized_size and rgaps_ts_serialize with byte member `member`
+ * written as an empty sequence (length 0) whatever the message holds. An
+ * index out of range or not a byte member is RGAPS_TS_ERROR. */
+int rgaps_ts_serialized_size_detached(const rgaps_ts *t, const void *ros_msg, uint32_t member, size_t *out);
+int rgaps_ts_serialize_detached(const rgaps_ts *t, const void *ros_msg, uint32_t member, uint8_t *buf, size_t cap,
+                                size_t *used);
+
+/* rgaps_ts_deserialize, except that the bytes of byte member `member` are
+ * not copied: the member is left an empty sequence, and *data_off and
+ * *data_len say where its bytes lie in buf (*data_off counts from buf[0],
+ * the encapsulation header included) and how many there are. They are
+ * checked as by rgaps_ts_deserialize: within buf[0:len], and at most the
+ * bound of a bounded sequence. *data_off and *data_len are set only on
+ * success. */
+int rgaps_ts_deserialize_detached(const rgaps_ts *t, const uint8_t *buf, size_t len, void *ros_msg,
+                                  uint32_t member, size_t *data_off, size_t *data_len);
+
+/* The current bytes of byte member `member` of ros_msg, in the message's
+ * memory (no copy; valid until the member is changed). *data is not NULL
+ * even when *len is 0. */
+int rgaps_ts_member_bytes(const rgaps_ts *t, const void *ros_msg, uint32_t member, const uint8_t **data,
+                          size_t *len);
+
+/* Resizes byte member `member` of ros_msg to len bytes (C memory as
+ * rgaps_ts_deserialize resizes sequences, C++ through the member's
+ * resize_function) and copies data[0:len] in; data may be NULL when len is
+ * 0. RGAPS_TS_ERROR if len exceeds a bounded sequence's bound (the message
+ * is then unchanged), RGAPS_TS_BAD_ALLOC if the resize fails. */
+int rgaps_ts_set_member_bytes(const rgaps_ts *t, void *ros_msg, uint32_t member, const uint8_t *data, size_t len);
 
 /* 1 if the type is self-contained (no strings, wstrings or sequences at any
  * depth, no long double) and the first rgaps_ts_plain_size() bytes of its

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rgaps_ts.h"
+#include "ts_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "rmw_rgaps type support assumes a little-endian host"
@@ -34,7 +34,6 @@ int rgaps_ts_cxx_resize(void (*fn)(void *, size_t), void *member, size_t n);
 int rgaps_ts_cxx_init(void (*fn)(void *, int), void *msg, int how);
 void rgaps_ts_cxx_fini(void (*fn)(void *), void *msg);
 
-#define HEADER_SIZE 4
 #define MAX_DEPTH 32      /* nesting of message types */
 #define PLAIN_PROBE 17    /* array elements checked for plain layout (see plain_at) */
 #define LD_X87 (__LDBL_MANT_DIG__ == 64)
@@ -45,10 +44,7 @@ static _Thread_local char last_error[512];
 
 const char *rgaps_ts_last_error(void) { return last_error; }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static int fail(int code, const char *fmt, ...) {
+int rgaps_ts__fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -57,53 +53,6 @@ static int fail(int code, const char *fmt, ...) {
 }
 
 /* ------------------------------------------------------------ description */
-
-enum { FORM_SCALAR, FORM_ARRAY, FORM_SEQ };
-
-typedef struct field {
-  const char *name;
-  uint8_t type;
-  uint8_t form;
-  uint8_t cpp_vbool; /* C++ bool sequence (std::vector<bool>): fetch/assign only */
-  uint32_t offset;
-  size_t count;     /* ARRAY: N; SEQ: bound, 0 when unbounded */
-  size_t str_bound; /* string<=N / wstring<=N: N, else 0 */
-  size_t elem_mem;  /* memory size of one element (C layout; C++ primitives and messages) */
-  size_t wire_size; /* primitives: CDR size of one element */
-  size_t wire_align;
-  size_t min_wire; /* smallest CDR size of one element (at least 1) */
-  const rgaps_ts *nested;
-  size_t (*size_fn)(const void *);
-  const void *(*get_const_fn)(const void *, size_t);
-  void *(*get_fn)(void *, size_t);
-  void (*fetch_fn)(const void *, size_t, void *);
-  void (*assign_fn)(void *, size_t, const void *);
-  bool (*resize_c)(void *, size_t);
-  void (*resize_cpp)(void *, size_t);
-} field;
-
-struct rgaps_ts {
-  struct rgaps_ts *next; /* cache list */
-  const void *members;   /* the introspection MessageMembers */
-  int cpp;
-  const char *ns;
-  const char *name;
-  size_t size_of;
-  uint32_t nfields;
-  field *fields;
-  void (*init_fn)(void *, int);
-  void (*fini_fn)(void *);
-  size_t min_wire;
-  int plain;
-  size_t plain_size;
-};
-
-/* the {data, size, capacity} of every C sequence */
-typedef struct cseq {
-  void *data;
-  size_t size;
-  size_t capacity;
-} cseq;
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static rgaps_ts *cache; /* guarded by cache_mu; entries are never freed */
@@ -149,28 +98,22 @@ typedef struct member_view {
   size_t array_size;
   bool is_upper_bound;
   uint32_t offset;
-  size_t (*size_fn)(const void *);
-  const void *(*get_const_fn)(const void *, size_t);
-  void *(*get_fn)(void *, size_t);
-  void (*fetch_fn)(const void *, size_t, void *);
-  void (*assign_fn)(void *, size_t, const void *);
-  bool (*resize_c)(void *, size_t);
-  void (*resize_cpp)(void *, size_t);
+  accessors fn;
 } member_view;
 
 static member_view view_c(const rosidl_typesupport_introspection_c__MessageMember *m) {
   member_view v = {m->name_, m->type_id_, m->string_upper_bound_, m->members_, m->is_array_,
-                   m->array_size_, m->is_upper_bound_, m->offset_, m->size_function,
-                   m->get_const_function, m->get_function, m->fetch_function, m->assign_function,
-                   m->resize_function, NULL};
+                   m->array_size_, m->is_upper_bound_, m->offset_,
+                   {m->size_function, m->get_const_function, m->get_function, m->fetch_function,
+                    m->assign_function, m->resize_function, NULL}};
   return v;
 }
 
 static member_view view_cpp(const rgaps_introspection_cpp_MessageMember *m) {
   member_view v = {m->name_, m->type_id_, m->string_upper_bound_, m->members_, m->is_array_,
-                   m->array_size_, m->is_upper_bound_, m->offset_, m->size_function,
-                   m->get_const_function, m->get_function, m->fetch_function, m->assign_function,
-                   NULL, m->resize_function};
+                   m->array_size_, m->is_upper_bound_, m->offset_,
+                   {m->size_function, m->get_const_function, m->get_function, m->fetch_function,
+                    m->assign_function, NULL, m->resize_function}};
   return v;
 }
 
@@ -229,13 +172,7 @@ static int setup_field(field *f, const member_view *m, int cpp, size_t size_of, 
   f->type = m->type;
   f->offset = m->offset;
   f->str_bound = m->str_bound;
-  f->size_fn = m->size_fn;
-  f->get_const_fn = m->get_const_fn;
-  f->get_fn = m->get_fn;
-  f->fetch_fn = m->fetch_fn;
-  f->assign_fn = m->assign_fn;
-  f->resize_c = m->resize_c;
-  f->resize_cpp = m->resize_cpp;
+  f->fn = m->fn;
   if (m->type < RGAPS_TYPE_FLOAT || m->type > RGAPS_TYPE_MESSAGE)
     return fail(RGAPS_TS_ERROR, "%s.%s: invalid type id %u", tname, f->name, m->type);
   if (!m->is_array) {
@@ -292,10 +229,10 @@ static int setup_field(field *f, const member_view *m, int cpp, size_t size_of, 
 
   if (cpp && f->form != FORM_SCALAR) {
     f->cpp_vbool = f->form == FORM_SEQ && f->type == RGAPS_TYPE_BOOLEAN;
-    if (!f->size_fn) return fail(RGAPS_TS_ERROR, "%s.%s: C++ array without size_function", tname, f->name);
-    if (f->cpp_vbool ? (!f->fetch_fn || !f->assign_fn) : (!f->get_fn || !f->get_const_fn))
+    if (!f->fn.size_fn) return fail(RGAPS_TS_ERROR, "%s.%s: C++ array without size_function", tname, f->name);
+    if (f->cpp_vbool ? (!f->fn.fetch_fn || !f->fn.assign_fn) : (!f->fn.get_fn || !f->fn.get_const_fn))
       return fail(RGAPS_TS_ERROR, "%s.%s: C++ array without accessor functions", tname, f->name);
-    if (f->form == FORM_SEQ && !f->resize_cpp)
+    if (f->form == FORM_SEQ && !f->fn.resize_cpp)
       return fail(RGAPS_TS_ERROR, "%s.%s: C++ sequence without resize_function", tname, f->name);
   }
   return 0;
@@ -636,11 +573,11 @@ static int w_wstring(wr *w, const field *f, const uint16_t *data, size_t len) {
   return 0;
 }
 
-static int w_struct(wr *w, const rgaps_ts *t, const uint8_t *msg, int depth);
+static int w_struct(wr *w, const rgaps_ts *t, const uint8_t *msg, int depth, uint32_t detach);
 
 /* One non-primitive element (string, wstring or message) at p. */
 static int w_elem(wr *w, const field *f, int cpp, const void *p, int depth) {
-  if (f->type == RGAPS_TYPE_MESSAGE) return w_struct(w, f->nested, p, depth + 1);
+  if (f->type == RGAPS_TYPE_MESSAGE) return w_struct(w, f->nested, p, depth + 1, NO_MEMBER);
   if (f->type == RGAPS_TYPE_STRING) {
     if (cpp) {
       const char *d;
@@ -674,7 +611,7 @@ static int w_field(wr *w, const field *f, int cpp, const uint8_t *msg, int depth
   if (f->form == FORM_ARRAY)
     n = f->count;
   else
-    n = cpp ? f->size_fn(p) : ((const cseq *)p)->size;
+    n = cpp ? f->fn.size_fn(p) : ((const cseq *)p)->size;
   if (f->form == FORM_SEQ) {
     if (f->count && n > f->count)
       return fail(RGAPS_TS_ERROR, "field %s: sequence of %zu elements exceeds its bound %zu", f->name, n, f->count);
@@ -698,57 +635,61 @@ static int w_field(wr *w, const field *f, int cpp, const uint8_t *msg, int depth
   if (f->cpp_vbool) {
     for (size_t i = 0; i < n; i++) {
       bool b = false;
-      f->fetch_fn(p, i, &b);
+      f->fn.fetch_fn(p, i, &b);
       uint8_t v = b;
       w_bytes(w, &v, 1);
     }
     return 0;
   }
   if (is_prim(f->type)) {
-    w_prims(w, f, f->get_const_fn(p, 0), n);
+    w_prims(w, f, f->fn.get_const_fn(p, 0), n);
     return 0;
   }
   for (size_t i = 0; i < n; i++) {
-    int rc = w_elem(w, f, 1, f->get_const_fn(p, i), depth);
+    int rc = w_elem(w, f, 1, f->fn.get_const_fn(p, i), depth);
     if (rc) return rc;
   }
   return 0;
 }
 
-static int w_struct(wr *w, const rgaps_ts *t, const uint8_t *msg, int depth) {
+/* The fields of t; top-level member detach (NO_MEMBER: none) is written as
+ * an empty sequence. */
+static int w_struct(wr *w, const rgaps_ts *t, const uint8_t *msg, int depth, uint32_t detach) {
   if (depth > MAX_DEPTH) return fail(RGAPS_TS_ERROR, "%s: nested too deep", t->name);
   for (uint32_t i = 0; i < t->nfields; i++) {
+    if (i == detach) {
+      w_u32(w, 0);
+      continue;
+    }
     int rc = w_field(w, &t->fields[i], t->cpp, msg, depth);
     if (rc) return rc;
   }
   return 0;
 }
 
-static int serialize(const rgaps_ts *t, const void *msg, uint8_t *buf, size_t cap, size_t *used) {
+int rgaps_ts__serialize(const rgaps_ts *t, const void *msg, uint8_t *buf, size_t cap, size_t *used,
+                        uint32_t detach) {
   static const uint8_t header[HEADER_SIZE] = {0x00, 0x01, 0x00, 0x00};
   wr w = {buf, buf ? cap : 0, 0};
   w_bytes(&w, header, HEADER_SIZE);
-  int rc = w_struct(&w, t, msg, 0);
+  int rc = w_struct(&w, t, msg, 0, detach);
   if (rc) return rc;
   if (w.pos == SIZE_MAX) return fail(RGAPS_TS_ERROR, "%s: message too large", t->name);
   *used = w.pos;
+  if (w.pos > cap)
+    return fail(RGAPS_TS_ERROR, "%s: buffer of %zu bytes too small, %zu needed", t->name, cap, w.pos);
   return 0;
 }
 
 int rgaps_ts_serialized_size(const rgaps_ts *t, const void *ros_msg, size_t *out) {
   if (!t || !ros_msg || !out) return fail(RGAPS_TS_INVALID_ARG, "rgaps_ts_serialized_size: NULL argument");
-  return serialize(t, ros_msg, NULL, 0, out);
+  return rgaps_ts__serialize(t, ros_msg, NULL, SIZE_MAX, out, NO_MEMBER);
 }
 
 int rgaps_ts_serialize(const rgaps_ts *t, const void *ros_msg, uint8_t *buf, size_t cap, size_t *used) {
   if (!t || !ros_msg || !used || (!buf && cap))
     return fail(RGAPS_TS_INVALID_ARG, "rgaps_ts_serialize: NULL argument");
-  size_t n = 0;
-  int rc = serialize(t, ros_msg, buf, cap, &n);
-  if (rc) return rc;
-  *used = n;
-  if (n > cap) return fail(RGAPS_TS_ERROR, "%s: buffer of %zu bytes too small, %zu needed", t->name, cap, n);
-  return 0;
+  return rgaps_ts__serialize(t, ros_msg, buf, cap, used, NO_MEMBER);
 }
 
 /* ------------------------------------------------------------------ reader */
@@ -897,11 +838,16 @@ static int c_wstring_set(const rd *r, rosidl_runtime_c__U16String *s, const uint
   return 0;
 }
 
-static int r_struct(rd *r, const rgaps_ts *t, uint8_t *msg, int depth);
+typedef struct detached {
+  uint32_t member; /* top-level member not copied (NO_MEMBER: none) */
+  size_t off, len; /* where its bytes lie in the input, header included */
+} detached;
+
+static int r_struct(rd *r, const rgaps_ts *t, uint8_t *msg, int depth, detached *d);
 
 /* One non-primitive element (string, wstring or message) into p. */
 static int r_elem(rd *r, const field *f, int cpp, void *p, int depth) {
-  if (f->type == RGAPS_TYPE_MESSAGE) return r_struct(r, f->nested, p, depth + 1);
+  if (f->type == RGAPS_TYPE_MESSAGE) return r_struct(r, f->nested, p, depth + 1, NULL);
   if (f->type == RGAPS_TYPE_STRING) {
     const char *s = NULL;
     size_t n = 0;
@@ -930,8 +876,8 @@ static int r_elem(rd *r, const field *f, int cpp, void *p, int depth) {
  * way rosidl_runtime_c does. Elements kept are overwritten by the caller. */
 static int c_seq_resize(const field *f, cseq *s, size_t n) {
   if (s->size == n && (n == 0 || s->data)) return 0;
-  if (f->resize_c) {
-    if (!f->resize_c(s, n)) return fail(RGAPS_TS_BAD_ALLOC, "field %s: resize to %zu elements failed", f->name, n);
+  if (f->fn.resize_c) {
+    if (!f->fn.resize_c(s, n)) return fail(RGAPS_TS_BAD_ALLOC, "field %s: resize to %zu elements failed", f->name, n);
     if (s->size != n || (n && !s->data))
       return fail(RGAPS_TS_ERROR, "field %s: resize function left %zu elements, want %zu", f->name, s->size, n);
     return 0;
@@ -979,6 +925,38 @@ static int c_seq_resize(const field *f, cseq *s, size_t n) {
   return 0;
 }
 
+int rgaps_ts__seq_resize(const field *f, int cpp, void *p, size_t n) {
+  if (!cpp) return c_seq_resize(f, p, n);
+  if (f->fn.size_fn(p) == n) return 0;
+  if (rgaps_ts_cxx_resize(f->fn.resize_cpp, p, n))
+    return fail(RGAPS_TS_BAD_ALLOC, "field %s: resize to %zu elements failed", f->name, n);
+  if (f->fn.size_fn(p) != n)
+    return fail(RGAPS_TS_ERROR, "field %s: resize function left %zu elements, want %zu", f->name, f->fn.size_fn(p), n);
+  return 0;
+}
+
+/* A sequence's length, checked against the input and the bound. */
+static int r_seq_count(rd *r, const field *f, size_t *n) {
+  size_t at = r->pos;
+  uint32_t c;
+  int rc = r_count(r, f, "sequence length", f->min_wire, &c);
+  if (rc) return rc;
+  if (f->count && c > f->count)
+    return fail(RGAPS_TS_ERROR, "field %s: sequence of %u elements at payload offset %zu exceeds its bound %zu",
+                f->name, c, at, f->count);
+  *n = c;
+  return 0;
+}
+
+/* A detached byte sequence: left empty in memory, its bytes skipped. */
+static int r_detached(rd *r, const field *f, int cpp, uint8_t *msg, detached *d) {
+  int rc = r_seq_count(r, f, &d->len);
+  if (rc) return rc;
+  d->off = HEADER_SIZE + r->pos; /* r_seq_count checked that the bytes are there */
+  r->pos += d->len;
+  return rgaps_ts__seq_resize(f, cpp, msg + f->offset, 0);
+}
+
 static int r_field(rd *r, const field *f, int cpp, uint8_t *msg, int depth) {
   void *p = msg + f->offset;
   if (f->form == FORM_SCALAR) return is_prim(f->type) ? r_prims(r, f, p, 1) : r_elem(r, f, cpp, p, depth);
@@ -990,23 +968,10 @@ static int r_field(rd *r, const field *f, int cpp, uint8_t *msg, int depth) {
                   "field %s: input truncated at payload offset %zu (%zu elements of at least %zu bytes, %zu bytes left)",
                   f->name, r->pos, n, f->min_wire, r->len - r->pos);
   } else {
-    size_t at = r->pos;
-    uint32_t c;
-    int rc = r_count(r, f, "sequence length", f->min_wire, &c);
+    int rc = r_seq_count(r, f, &n);
     if (rc) return rc;
-    if (f->count && c > f->count)
-      return fail(RGAPS_TS_ERROR, "field %s: sequence of %u elements at payload offset %zu exceeds its bound %zu",
-                  f->name, c, at, f->count);
-    n = c;
-    if (!cpp) {
-      rc = c_seq_resize(f, p, n);
-      if (rc) return rc;
-    } else if (f->size_fn(p) != n) {
-      if (rgaps_ts_cxx_resize(f->resize_cpp, p, n))
-        return fail(RGAPS_TS_BAD_ALLOC, "field %s: resize to %zu elements failed", f->name, n);
-      if (f->size_fn(p) != n)
-        return fail(RGAPS_TS_ERROR, "field %s: resize function left %zu elements, want %zu", f->name, f->size_fn(p), n);
-    }
+    rc = rgaps_ts__seq_resize(f, cpp, p, n);
+    if (rc) return rc;
   }
   if (n == 0) return 0;
   if (!cpp) {
@@ -1023,22 +988,25 @@ static int r_field(rd *r, const field *f, int cpp, uint8_t *msg, int depth) {
     if (!s) return truncated(r, f, "bool values", n);
     for (size_t i = 0; i < n; i++) {
       bool b = s[i] != 0;
-      f->assign_fn(p, i, &b);
+      f->fn.assign_fn(p, i, &b);
     }
     return 0;
   }
-  if (is_prim(f->type)) return r_prims(r, f, f->get_fn(p, 0), n);
+  if (is_prim(f->type)) return r_prims(r, f, f->fn.get_fn(p, 0), n);
   for (size_t i = 0; i < n; i++) {
-    int rc = r_elem(r, f, 1, f->get_fn(p, i), depth);
+    int rc = r_elem(r, f, 1, f->fn.get_fn(p, i), depth);
     if (rc) return rc;
   }
   return 0;
 }
 
-static int r_struct(rd *r, const rgaps_ts *t, uint8_t *msg, int depth) {
+/* The fields of t; d (top level only, may be NULL) names a member to
+ * detach and receives where its bytes are. */
+static int r_struct(rd *r, const rgaps_ts *t, uint8_t *msg, int depth, detached *d) {
   if (depth > MAX_DEPTH) return fail(RGAPS_TS_ERROR, "%s: nested too deep", t->name);
   for (uint32_t i = 0; i < t->nfields; i++) {
-    int rc = r_field(r, &t->fields[i], t->cpp, msg, depth);
+    int rc = d && i == d->member ? r_detached(r, &t->fields[i], t->cpp, msg, d)
+                                 : r_field(r, &t->fields[i], t->cpp, msg, depth);
     if (rc) return rc;
   }
   return 0;
@@ -1046,16 +1014,26 @@ static int r_struct(rd *r, const rgaps_ts *t, uint8_t *msg, int depth) {
 
 int rgaps_ts_deserialize(const rgaps_ts *t, const uint8_t *buf, size_t len, void *ros_msg) {
   if (!t || !ros_msg || !buf) return fail(RGAPS_TS_INVALID_ARG, "rgaps_ts_deserialize: NULL argument");
+  return rgaps_ts__deserialize(t, buf, len, ros_msg, NO_MEMBER, NULL, NULL);
+}
+
+int rgaps_ts__deserialize(const rgaps_ts *t, const uint8_t *buf, size_t len, void *ros_msg, uint32_t detach,
+                          size_t *data_off, size_t *data_len) {
   if (len < HEADER_SIZE) return fail(RGAPS_TS_ERROR, "%s: %zu bytes, shorter than the CDR header", t->name, len);
   if (buf[0] != 0 || (buf[1] != 0x00 && buf[1] != 0x01))
     return fail(RGAPS_TS_ERROR, "%s: unsupported encapsulation %02x %02x (only CDR_LE and CDR_BE)", t->name, buf[0],
                 buf[1]);
   rd r = {buf + HEADER_SIZE, len - HEADER_SIZE, 0, buf[1] == 0x00};
-  int rc = r_struct(&r, t, ros_msg, 0);
+  detached d = {detach, 0, 0};
+  int rc = r_struct(&r, t, ros_msg, 0, detach == NO_MEMBER ? NULL : &d);
   if (rc == RGAPS_TS_ERROR) {
     char tmp[sizeof last_error];
     memcpy(tmp, last_error, sizeof tmp);
     fail(rc, "%s: %s", t->name, tmp);
+  }
+  if (rc == 0 && detach != NO_MEMBER) {
+    *data_off = d.off;
+    *data_len = d.len;
   }
   return rc;
 }

@@ -6,6 +6,7 @@
  * not on others so that both ways of resizing run).
  *
  *   ts_c_test selftest      resolution, is_plain, bounds, hostile input
+ *   ts_c_test detached      byte members and the detached (de)serialisation
  *   ts_c_test threads       concurrent resolution and serialisation
  *   ts_c_test vectors DIR   writes DIR/c_<name>.cdr for every vector and
  *                           checks the Go encoder's DIR/go_<name>.cdr (and
@@ -735,6 +736,75 @@ static const rosidl_typesupport_introspection_c__MessageMember Bools_members[] =
 static const rosidl_typesupport_introspection_c__MessageMembers Bools_mm = MEMBERS("rgaps_test__msg", Bools);
 static const rosidl_message_type_support_t Bools_ts = HANDLE(Bools);
 
+/* ------------------------------------------------- detachable byte fields */
+
+/* PointCloud2-like: the byte field in the middle, fields of every alignment
+ * after it, a char sequence (a byte member too) and an int8 one (not). data
+ * has no resize function (the realloc path; Image's has one). */
+typedef struct Cloud {
+  Header header;
+  uint32_t height;
+  rosidl_runtime_c__uint8__Sequence data;
+  uint32_t row_step;
+  double scale;
+  bool is_dense;
+  rosidl_runtime_c__char__Sequence label;
+  rosidl_runtime_c__int8__Sequence samples;
+} Cloud;
+static void Cloud_init(void *p, int how) {
+  Cloud *m = p;
+  memset(m, 0, sizeof *m);
+  Header_init(&m->header, how);
+}
+static void Cloud_fini(void *p) {
+  Cloud *m = p;
+  Header_fini(&m->header);
+  SEQ_FREE(m->data);
+  SEQ_FREE(m->label);
+  SEQ_FREE(m->samples);
+}
+static const rosidl_typesupport_introspection_c__MessageMember Cloud_members[] = {
+    M_(Cloud, header, RGAPS_TYPE_MESSAGE, 0, &Header_ts, false, 0, false, NULL),
+    SCALAR(Cloud, height, RGAPS_TYPE_UINT32),
+    SEQ(Cloud, data, RGAPS_TYPE_UINT8, NULL),
+    SCALAR(Cloud, row_step, RGAPS_TYPE_UINT32),
+    SCALAR(Cloud, scale, RGAPS_TYPE_DOUBLE),
+    SCALAR(Cloud, is_dense, RGAPS_TYPE_BOOLEAN),
+    SEQ(Cloud, label, RGAPS_TYPE_CHAR, NULL),
+    SEQ(Cloud, samples, RGAPS_TYPE_INT8, NULL),
+};
+static const rosidl_typesupport_introspection_c__MessageMembers Cloud_mm = MEMBERS("rgaps_test__msg", Cloud);
+static const rosidl_message_type_support_t Cloud_ts = HANDLE(Cloud);
+static void Cloud_fill(Cloud *m) {
+  m->header.stamp.sec = 7;
+  str_set(&m->header.frame_id, "lidar");
+  m->height = 1;
+  m->row_step = 0xA1B2C3D4;
+  m->scale = -0.75;
+  m->is_dense = true;
+  SEQ_SET(m->label, signed char, 'x', 'y', 'z');
+  SEQ_SET(m->samples, int8_t, -1, 2);
+}
+
+/* Only one byte member, bounded and not named data, before a float64. */
+typedef struct Blob {
+  uint8_t kind;
+  rosidl_runtime_c__octet__Sequence blob;
+  double after;
+} Blob;
+static void Blob_init(void *p, int how) {
+  (void)how;
+  memset(p, 0, sizeof(Blob));
+}
+static void Blob_fini(void *p) { SEQ_FREE(((Blob *)p)->blob); }
+static const rosidl_typesupport_introspection_c__MessageMember Blob_members[] = {
+    SCALAR(Blob, kind, RGAPS_TYPE_UINT8),
+    M_(Blob, blob, RGAPS_TYPE_OCTET, 0, NULL, true, 16, true, resize_uint8),
+    SCALAR(Blob, after, RGAPS_TYPE_DOUBLE),
+};
+static const rosidl_typesupport_introspection_c__MessageMembers Blob_mm = MEMBERS("rgaps_test__msg", Blob);
+static const rosidl_message_type_support_t Blob_ts = HANDLE(Blob);
+
 /* ------------------------------------------------ handles reached by func */
 
 /* A rosidl_typesupport_c-style handle: its func hands out the introspection
@@ -1031,6 +1101,31 @@ static void test_resize_paths(void) {
   tu_pass("resize paths");
 }
 
+/* Byte members: the default rule and its errors, the detached invariants
+ * with the byte field last (Image), in the middle (Cloud) and bounded
+ * (Blob), and the refusals. */
+static void test_detached(void) {
+  const rgaps_ts *ti = resolve(&Image_ts), *tc = resolve(&Cloud_ts), *tb = resolve(&Blob_ts);
+  tu_check_byte_members(ti, tc, tb, resolve(&AllTypes_ts), resolve(&Time_ts));
+  Image *img = tu_new_msg(ti);
+  Image_fill(img);
+  tu_check_detached_lengths(ti, img, 6, 0);
+  tu_check_detached_errors(ti, img, 7, 3);
+  tu_free_msg(ti, img);
+  Cloud *c = tu_new_msg(tc);
+  Cloud_fill(c);
+  tu_check_detached_lengths(tc, c, 2, 0);
+  tu_check_detached_lengths(tc, c, 6, 0);
+  tu_check_detached_errors(tc, c, 8, 7);
+  tu_free_msg(tc, c);
+  Blob *b = tu_new_msg(tb);
+  b->kind = 3;
+  b->after = 1.25;
+  tu_check_detached_lengths(tb, b, 1, 16);
+  tu_free_msg(tb, b);
+  tu_pass("detached byte members");
+}
+
 /* Threads resolving the same (not yet cached) types and serialising at
  * once; each thread's last error stays its own. Run under ThreadSanitizer
  * by the Go test. */
@@ -1188,12 +1283,14 @@ int main(int argc, char **argv) {
     test_plain();
     test_alltypes_hostile();
     test_resize_paths();
+  } else if (argc >= 2 && strcmp(argv[1], "detached") == 0) {
+    test_detached();
   } else if (argc >= 2 && strcmp(argv[1], "threads") == 0) {
     test_threads();
   } else if (argc >= 3 && strcmp(argv[1], "vectors") == 0) {
     run_vectors(argv[2], "c");
   } else {
-    fprintf(stderr, "usage: %s selftest | threads | vectors DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s selftest | detached | threads | vectors DIR\n", argv[0]);
     return 2;
   }
   if (tu_failures) {

@@ -5,6 +5,7 @@
 // resize; no get functions for a bool sequence).
 //
 //   ts_cpp_test selftest      resolution, bounds, hostile input
+//   ts_cpp_test detached      byte members and the detached (de)serialisation
 //   ts_cpp_test vectors DIR   writes DIR/cpp_<name>.cdr and checks that the
 //                             Go encoder's DIR/go_<name>.cdr (and _be)
 //                             deserialise to the same values
@@ -252,6 +253,46 @@ static const Member Image_members[] = {
 };
 static const Members Image_mm = CMEMBERS("sensor_msgs::msg", Image);
 static const rosidl_message_type_support_t Image_ts = CHANDLE(Image);
+
+// PointCloud2-like (the byte field in the middle) and a bounded octet
+// sequence: ts_c_test.c's Cloud and Blob.
+struct Cloud {
+  Header header;
+  uint32_t height = 0;
+  std::vector<uint8_t> data;
+  uint32_t row_step = 0;
+  double scale = 0;
+  bool is_dense = false;
+  std::vector<unsigned char> label;
+  std::vector<int8_t> samples;
+  bool operator==(const Cloud &) const = default;
+};
+static const Member Cloud_members[] = {
+    CSCALAR(Cloud, header, RGAPS_TYPE_MESSAGE, 0, &Header_ts),
+    CSCALAR(Cloud, height, RGAPS_TYPE_UINT32, 0, nullptr),
+    CSEQ(Cloud, data, RGAPS_TYPE_UINT8, 0, 0, nullptr),
+    CSCALAR(Cloud, row_step, RGAPS_TYPE_UINT32, 0, nullptr),
+    CSCALAR(Cloud, scale, RGAPS_TYPE_DOUBLE, 0, nullptr),
+    CSCALAR(Cloud, is_dense, RGAPS_TYPE_BOOLEAN, 0, nullptr),
+    CSEQ(Cloud, label, RGAPS_TYPE_CHAR, 0, 0, nullptr),
+    CSEQ(Cloud, samples, RGAPS_TYPE_INT8, 0, 0, nullptr),
+};
+static const Members Cloud_mm = CMEMBERS("rgaps_test::msg", Cloud);
+static const rosidl_message_type_support_t Cloud_ts = CHANDLE(Cloud);
+
+struct Blob {
+  uint8_t kind = 0;
+  std::vector<uint8_t> blob;
+  double after = 0;
+  bool operator==(const Blob &) const = default;
+};
+static const Member Blob_members[] = {
+    CSCALAR(Blob, kind, RGAPS_TYPE_UINT8, 0, nullptr),
+    CSEQ(Blob, blob, RGAPS_TYPE_OCTET, 16, 0, nullptr),
+    CSCALAR(Blob, after, RGAPS_TYPE_DOUBLE, 0, nullptr),
+};
+static const Members Blob_mm = CMEMBERS("rgaps_test::msg", Blob);
+static const rosidl_message_type_support_t Blob_ts = CHANDLE(Blob);
 
 static Image image_filled() {
   Image m;
@@ -531,6 +572,45 @@ static void test_resize() {
   tu_pass("resize paths");
 }
 
+// The detached byte members (the checks of ts_test_util.h, as in C), and
+// the reassembled messages compared as C++ values.
+template <class T>
+static void detached_case(const rgaps_ts *t, T m, uint32_t k, size_t bound) {
+  tu_check_detached_lengths(t, &m, k, bound);
+  auto full = ser(t, m);
+  T d;
+  size_t off = 0, len = 0;
+  CHECK_RC(rgaps_ts_deserialize_detached(t, full.data(), full.size(), &d, k, &off, &len), 0);
+  CHECK(!(d == m) || len == 0);
+  CHECK_RC(rgaps_ts_set_member_bytes(t, &d, k, full.data() + off, len), 0);
+  CHECK(d == m);
+}
+
+static void test_detached() {
+  const rgaps_ts *ti = resolve(&Image_ts), *tc = resolve(&Cloud_ts), *tb = resolve(&Blob_ts);
+  tu_check_byte_members(ti, tc, tb, resolve(&AllTypes_ts), resolve(&Time_ts));
+  Image img = image_filled();
+  detached_case(ti, img, 6, 0);
+  tu_check_detached_errors(ti, &img, 7, 3);
+  Cloud c;
+  c.header.stamp.sec = 7;
+  c.header.frame_id = "lidar";
+  c.height = 1;
+  c.row_step = 0xA1B2C3D4;
+  c.scale = -0.75;
+  c.is_dense = true;
+  c.label = {'x', 'y', 'z'};
+  c.samples = {-1, 2};
+  detached_case(tc, c, 2, 0);
+  detached_case(tc, c, 6, 0);
+  tu_check_detached_errors(tc, &c, 8, 7);
+  Blob b;
+  b.kind = 3;
+  b.after = 1.25;
+  detached_case(tb, b, 1, 16);
+  tu_pass("detached byte members");
+}
+
 // ----------------------------------------------------------------- vectors
 
 template <class T>
@@ -576,6 +656,8 @@ int main(int argc, char **argv) {
     test_init();
     test_hostile();
     test_resize();
+  } else if (argc >= 2 && std::strcmp(argv[1], "detached") == 0) {
+    test_detached();
   } else if (argc >= 3 && std::strcmp(argv[1], "vectors") == 0) {
     vector_case(argv[2], "all", &AllTypes_ts, all_filled());
     vector_case(argv[2], "zero", &AllTypes_ts, AllTypes());
@@ -583,7 +665,7 @@ int main(int argc, char **argv) {
     vector_case(argv[2], "posearray", &PoseArray_ts, posearray_filled());
     vector_case(argv[2], "nested", &Nested_ts, nested_filled());
   } else {
-    fprintf(stderr, "usage: %s selftest | vectors DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s selftest | detached | vectors DIR\n", argv[0]);
     return 2;
   }
   if (tu_failures) {

@@ -97,22 +97,36 @@ static inline void tu_free_msg(const rgaps_ts *t, void *m) {
   free(m);
 }
 
+#define TU_NO_MEMBER UINT32_MAX
+
+/* rgaps_ts_deserialize, or with member detached unless it is TU_NO_MEMBER. */
+static inline int tu_deserialize(const rgaps_ts *t, const unsigned char *b, size_t n, void *m, uint32_t member) {
+  size_t off = 0, len = 0;
+  if (member == TU_NO_MEMBER) return rgaps_ts_deserialize(t, b, n, m);
+  return rgaps_ts_deserialize_detached(t, b, n, m, member, &off, &len);
+}
+
 /* Every strict prefix of a valid message must be refused (writers add no
  * trailing bytes, so the last field is always cut), reading from an exactly
  * sized copy; the message stays valid and is finalised without leaks. */
-static inline void tu_check_truncations(const rgaps_ts *t, const unsigned char *good, size_t n) {
+static inline void tu_check_prefixes(const rgaps_ts *t, const unsigned char *good, size_t n, uint32_t member) {
   for (size_t k = 0; k < n; k++) {
     unsigned char *cut = (unsigned char *)malloc(k ? k : 1);
     memcpy(cut, good, k);
     void *m = tu_new_msg(t);
-    int rc = rgaps_ts_deserialize(t, cut, k, m);
+    int rc = tu_deserialize(t, cut, k, m, member);
     if (rc != RGAPS_TS_ERROR) {
       tu_failures++;
-      fprintf(stderr, "prefix of %zu of %zu bytes: rc %d, want %d\n", k, n, rc, RGAPS_TS_ERROR);
+      fprintf(stderr, "prefix of %zu of %zu bytes (detached %u): rc %d, want %d\n", k, n, member, rc,
+              RGAPS_TS_ERROR);
     }
     tu_free_msg(t, m);
     free(cut);
   }
+}
+
+static inline void tu_check_truncations(const rgaps_ts *t, const unsigned char *good, size_t n) {
+  tu_check_prefixes(t, good, n, TU_NO_MEMBER);
   /* and the whole message, deserialised twice into the same message
    * (sizes already right the second time), serialises back to itself */
   void *m = tu_new_msg(t);
@@ -227,6 +241,184 @@ static inline void tu_expect_bad_u32(const rgaps_ts *t, const unsigned char *goo
   }
   tu_free_msg(t, m);
   free(b);
+}
+
+/* ------------------------------------------------ detached byte members */
+
+static inline unsigned tu_u32_at(const unsigned char *b) {
+  return b[0] | (unsigned)b[1] << 8 | (unsigned)b[2] << 16 | (unsigned)b[3] << 24;
+}
+
+static inline void tu_put_u32(unsigned char *b, unsigned v) {
+  b[0] = (unsigned char)v;
+  b[1] = (unsigned char)(v >> 8);
+  b[2] = (unsigned char)(v >> 16);
+  b[3] = (unsigned char)(v >> 24);
+}
+
+/* Whether msg serialises to exactly want[0:n]. */
+static inline int tu_serializes_to(const rgaps_ts *t, const void *msg, const unsigned char *want, size_t n) {
+  size_t got_n = 0;
+  unsigned char *got = tu_serialize(t, msg, &got_n);
+  int ok = got && want && got_n == n && memcmp(got, want, n) == 0;
+  free(got);
+  return ok;
+}
+
+/* The invariants of byte member k for message m as it is:
+ * serialize_detached(m) is serialize(m with k emptied); deserialize_detached
+ * of serialize(m) leaves k empty, points at its bytes (after their u32
+ * length), and set_member_bytes of those gives m again; every prefix of
+ * serialize(m) is refused. */
+static inline void tu_check_detached(const rgaps_ts *t, const void *m, uint32_t k) {
+  size_t n = 0, en = 0, dn = 0, used = 0, off = 0, len = 0, blen = 0;
+  const uint8_t *bytes = NULL;
+  unsigned char *full = tu_serialize(t, m, &n);
+  CHECK_RC(rgaps_ts_member_bytes(t, m, k, &bytes, &blen), 0);
+  void *e = tu_new_msg(t); /* m with k emptied */
+  CHECK_RC(rgaps_ts_deserialize(t, full, n, e), 0);
+  CHECK_RC(rgaps_ts_set_member_bytes(t, e, k, NULL, 0), 0);
+  unsigned char *empty = tu_serialize(t, e, &en);
+  CHECK_RC(rgaps_ts_serialized_size_detached(t, m, k, &dn), 0);
+  CHECK(full && bytes && empty && dn == en);
+  unsigned char *meta = (unsigned char *)malloc(dn);
+  CHECK_RC(rgaps_ts_serialize_detached(t, m, k, meta, dn, &used), 0);
+  CHECK(used == dn && memcmp(meta, empty, en) == 0);
+  CHECK_RC(rgaps_ts_serialize_detached(t, m, k, meta, dn - 1, &used), RGAPS_TS_ERROR);
+  CHECK(used == dn);
+
+  void *d = tu_new_msg(t);
+  CHECK_RC(rgaps_ts_deserialize_detached(t, full, n, d, k, &off, &len), 0);
+  CHECK(len == blen && off >= 8 && off + len <= n && (off - 4) % 4 == 0 && tu_u32_at(full + off - 4) == len);
+  CHECK(len == 0 || memcmp(full + off, bytes, len) == 0);
+  const uint8_t *db = NULL;
+  size_t dl = 1;
+  CHECK_RC(rgaps_ts_member_bytes(t, d, k, &db, &dl), 0);
+  CHECK(db != NULL && dl == 0);
+  CHECK(tu_serializes_to(t, d, empty, en));
+  CHECK_RC(rgaps_ts_set_member_bytes(t, d, k, full + off, len), 0);
+  CHECK(tu_serializes_to(t, d, full, n));
+  /* the meta part detaches to nothing, and reads as e */
+  CHECK_RC(rgaps_ts_deserialize_detached(t, meta, dn, d, k, &off, &len), 0);
+  CHECK(len == 0 && off <= dn && tu_serializes_to(t, d, empty, en));
+  tu_check_prefixes(t, full, n, k);
+  tu_free_msg(t, d);
+  tu_free_msg(t, e);
+  free(meta);
+  free(empty);
+  free(full);
+}
+
+/* A bounded byte member k (bound > 0) holding bound bytes, its length on
+ * the wire made bound+1: refused detached and not. */
+static inline void tu_check_detached_bound(const rgaps_ts *t, void *m, uint32_t k, size_t bound) {
+  unsigned char *pat = (unsigned char *)calloc(1, bound + 1);
+  CHECK_RC(rgaps_ts_set_member_bytes(t, m, k, pat, bound + 1), RGAPS_TS_ERROR);
+  CHECK_RC(rgaps_ts_set_member_bytes(t, m, k, pat, bound), 0);
+  size_t n = 0, off = 0, len = 0;
+  unsigned char *b = tu_serialize(t, m, &n);
+  void *d = tu_new_msg(t);
+  CHECK_RC(rgaps_ts_deserialize_detached(t, b, n, d, k, &off, &len), 0);
+  CHECK(len == bound);
+  tu_put_u32(b + off - 4, (unsigned)bound + 1);
+  CHECK_RC(rgaps_ts_deserialize_detached(t, b, n, d, k, &off, &len), RGAPS_TS_ERROR);
+  CHECK(strstr(rgaps_ts_last_error(), "bound") != NULL);
+  CHECK_RC(rgaps_ts_deserialize(t, b, n, d), RGAPS_TS_ERROR);
+  tu_free_msg(t, d);
+  free(b);
+  free(pat);
+}
+
+/* Byte member k of m set to each of the lengths below (up to its bound,
+ * 0: unbounded), read back, and tu_check_detached. */
+static inline void tu_check_detached_lengths(const rgaps_ts *t, void *m, uint32_t k, size_t bound) {
+  static const size_t lens[] = {0, 1, 3, 7, 4096 + 1};
+  unsigned char *pat = (unsigned char *)malloc(4096 + 1);
+  for (size_t i = 0; i < 4096 + 1; i++) pat[i] = (unsigned char)(i * 13 + 5);
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    if (bound && lens[i] > bound) continue;
+    const uint8_t *got = NULL;
+    size_t got_n = 0;
+    CHECK_RC(rgaps_ts_set_member_bytes(t, m, k, pat, lens[i]), 0);
+    CHECK_RC(rgaps_ts_member_bytes(t, m, k, &got, &got_n), 0);
+    CHECK(got_n == lens[i] && (got_n == 0 || memcmp(got, pat, got_n) == 0));
+    tu_check_detached(t, m, k);
+  }
+  if (bound) tu_check_detached_bound(t, m, k, bound);
+  free(pat);
+}
+
+/* Refusals for a message m of type t (nfields members) whose member
+ * not_bytes is not a byte sequence. */
+static inline void tu_check_detached_errors(const rgaps_ts *t, void *m, uint32_t nfields, uint32_t not_bytes) {
+  unsigned char buf[64] = {0, 1, 0, 0};
+  const uint8_t *d = NULL;
+  size_t n = 0, off = 0;
+  const uint32_t bad[2] = {nfields, not_bytes};
+  for (int i = 0; i < 2; i++) {
+    uint32_t k = bad[i];
+    CHECK_RC(rgaps_ts_serialized_size_detached(t, m, k, &n), RGAPS_TS_ERROR);
+    CHECK_RC(rgaps_ts_serialize_detached(t, m, k, buf, sizeof buf, &n), RGAPS_TS_ERROR);
+    CHECK_RC(rgaps_ts_deserialize_detached(t, buf, sizeof buf, m, k, &off, &n), RGAPS_TS_ERROR);
+    CHECK_RC(rgaps_ts_member_bytes(t, m, k, &d, &n), RGAPS_TS_ERROR);
+    CHECK_RC(rgaps_ts_set_member_bytes(t, m, k, NULL, 0), RGAPS_TS_ERROR);
+  }
+  CHECK(strstr(rgaps_ts_last_error(), "not a sequence of uint8") != NULL);
+  CHECK_RC(rgaps_ts_serialized_size_detached(NULL, m, 0, &n), RGAPS_TS_INVALID_ARG);
+  CHECK_RC(rgaps_ts_serialize_detached(t, m, 0, NULL, 1, &n), RGAPS_TS_INVALID_ARG);
+  CHECK_RC(rgaps_ts_deserialize_detached(t, buf, sizeof buf, m, 0, NULL, &n), RGAPS_TS_INVALID_ARG);
+  CHECK_RC(rgaps_ts_member_bytes(t, m, 0, NULL, &n), RGAPS_TS_INVALID_ARG);
+  CHECK_RC(rgaps_ts_set_member_bytes(t, m, 0, NULL, 1), RGAPS_TS_INVALID_ARG);
+  CHECK_RC(rgaps_ts_byte_member(t, NULL, NULL), RGAPS_TS_INVALID_ARG);
+}
+
+/* rgaps_ts_byte_member(t, name): want (an index), or an error whose text
+ * contains every string of err (NULL-terminated; want is then ignored). */
+static inline void tu_check_byte_member(const rgaps_ts *t, const char *name, uint32_t want, const char *const *err) {
+  uint32_t k = 12345;
+  int rc = rgaps_ts_byte_member(t, name, &k);
+  if (!err) {
+    if (rc != 0 || k != want) {
+      tu_failures++;
+      fprintf(stderr, "byte member %s: rc %d index %u, want %u (%s)\n", name ? name : "(default)", rc, k, want,
+              rgaps_ts_last_error());
+    }
+    return;
+  }
+  CHECK(rc == RGAPS_TS_ERROR && k == 12345);
+  for (; *err; err++)
+    if (!strstr(rgaps_ts_last_error(), *err)) {
+      tu_failures++;
+      fprintf(stderr, "byte member %s: error \"%s\" does not say \"%s\"\n", name ? name : "(default)",
+              rgaps_ts_last_error(), *err);
+    }
+}
+
+/* rgaps_ts_byte_member on the test programs' types, the same in C and C++:
+ * Image (data last), Cloud (data, label; samples int8), Blob (one bounded
+ * octet sequence), AllTypes (su8 and sc, neither named data) and Time (no
+ * byte sequence). */
+static inline void tu_check_byte_members(const rgaps_ts *image, const rgaps_ts *cloud, const rgaps_ts *blob,
+                                         const rgaps_ts *all, const rgaps_ts *time) {
+  static const char *const img_enc[] = {"sensor_msgs/msg/Image", "encoding", "not a sequence", "data", NULL};
+  static const char *const img_nope[] = {"sensor_msgs/msg/Image", "nope", "no such member", "data", NULL};
+  static const char *const all_default[] = {"rgaps_test/msg/AllTypes", "none named data", "su8, sc", NULL};
+  static const char *const all_au8[] = {"au8", "not a sequence", "su8, sc", NULL};
+  static const char *const cloud_int8[] = {"rgaps_test/msg/Cloud", "samples", "not a sequence", "data, label", NULL};
+  static const char *const none[] = {"builtin_interfaces/msg/Time", "no sequence of uint8", NULL};
+  tu_check_byte_member(image, NULL, 6, NULL);
+  tu_check_byte_member(image, "data", 6, NULL);
+  tu_check_byte_member(image, "encoding", 0, img_enc);
+  tu_check_byte_member(image, "nope", 0, img_nope);
+  tu_check_byte_member(cloud, NULL, 2, NULL);
+  tu_check_byte_member(cloud, "label", 6, NULL);
+  tu_check_byte_member(cloud, "samples", 0, cloud_int8);
+  tu_check_byte_member(blob, NULL, 1, NULL);
+  tu_check_byte_member(all, NULL, 0, all_default);
+  tu_check_byte_member(all, "su8", 25, NULL);
+  tu_check_byte_member(all, "sc", 33, NULL);
+  tu_check_byte_member(all, "au8", 0, all_au8);
+  tu_check_byte_member(time, NULL, 0, none);
 }
 
 static inline void tu_hex(FILE *f, const unsigned char *b, size_t n) {
