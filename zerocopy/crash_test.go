@@ -322,6 +322,8 @@ func TestBadSegmentsRefused(t *testing.T) {
 		{"tiny", func(p string) { os.Truncate(p, 100) }, nil, "smaller than"},
 		{"bad-magic", func(p string) { patch(p, hMagic, []byte("XXXXXXXX")) }, ErrCorrupt, "bad magic"},
 		{"version", func(p string) { patch(p, hVersion, binary.LittleEndian.AppendUint32(nil, 99)) }, ErrVersion, "version 99"},
+		// Version 2 has no meta block: its processes would leak ours.
+		{"version-2", func(p string) { patch(p, hVersion, binary.LittleEndian.AppendUint32(nil, 2)) }, ErrVersion, "version 2"},
 		{"flipped", func(p string) { patch(p, hQueueCap, []byte{0xff}) }, ErrCorrupt, "checksum"},
 		{"allocator", func(p string) { patch(p, int64(computeLayoutFor(cfg).tlsfOff)+3, []byte{0x55}) }, ErrCorrupt, "allocator"},
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 )
 
@@ -40,8 +41,10 @@ type Domain struct {
 	done chan struct{}
 
 	gpuState gpuState
-	gpuMu    sync.Mutex // guards gpuState.client, copiers and formCopier
+	gpuMu    sync.Mutex // guards gpuState.client, copiers, formCopier and streamEvents
 	copiers  map[*Copier]bool
+	// streamEvents are events kept for reuse by waitStream (Loan.WritesOn).
+	streamEvents []*cuda.Event
 	// formCopier is the engine's own copier, for the copies between a GPU
 	// sample's two forms (copyForm); made on first need.
 	formCopier *Copier
@@ -96,6 +99,7 @@ func (d *Domain) Close() error {
 	d.oldGraphs = nil
 	d.graphMu.Unlock()
 	d.closeCopiers()
+	d.closeStreamEvents()
 	d.closeGPU()
 	if len(open) > 0 {
 		return fmt.Errorf("domain closed with endpoints still open on %v", open)

@@ -45,6 +45,13 @@ type EndpointSpec struct {
 	// Memory is the form the endpoint uses; a topic created by a MemoryGPU
 	// endpoint gets a GPU pool.
 	Memory Memory
+	// GPUPool: a topic this endpoint creates gets a GPU pool (pool kind 2)
+	// whatever its Memory, so that GPU readers and writers that come later
+	// find device memory. Creating it touches no CUDA: host endpoints use
+	// its host (staging) pool, and nobody needs a GPU until a GPU reader
+	// is matched (GPUPresent tells whether one can be). An existing
+	// topic keeps its kind.
+	GPUPool bool
 	// Republish marks a republishing endpoint: one that carries messages
 	// in from somewhere else or out to somewhere else (the inter-host
 	// bridge today; a gateway to another middleware alike). A republishing
@@ -95,8 +102,8 @@ type endpoint struct {
 	kind      Kind
 	gid       GID
 	qos       qos.Profile
-	republish bool // EndpointSpec.Republish
-	mem       Memory
+	republish bool         // EndpointSpec.Republish
+	mem       atomic.Int64 // Memory: EndpointSpec.Memory, or Subscription.SetMemory's
 	closed    atomic.Bool
 	event     *atomic.Uint32 // local word bumped when a status changes
 	// life is read-held by every call that touches the topic's mappings
@@ -184,7 +191,7 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 		return nil, fmt.Errorf("%w: node name %q too long", ErrInvalid, spec.Node)
 	}
 	pk := PoolHost
-	if spec.Memory == MemoryGPU {
+	if spec.Memory == MemoryGPU || spec.GPUPool {
 		pk = PoolGPU
 	}
 	t, err := d.acquireTopic(spec.Topic, spec.Type, pk)
@@ -205,10 +212,11 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if _, err := t.reclaimDead(); err != nil {
 		return nil, err
 	}
-	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.lay.poolKind == PoolGPU {
-		// A host reader of a GPU topic's history may need host copies made
-		// under the lock: set CUDA up now, outside it. Without a GPU the
-		// samples that exist only on the device are counted as lost.
+	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.historyOnDevice() {
+		// A host reader of a GPU topic's history that holds samples only
+		// on the device needs host copies made under the lock: set CUDA up
+		// now, outside it. Without a GPU those samples are counted as lost.
+		// A history all in host memory needs no CUDA.
 		t.prepareGPU()
 	}
 	if spec.Memory == MemoryGPU {
@@ -261,14 +269,12 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	copy(t.seg.Bytes(so+eNode, nameMax-1), spec.Node)
 	copy(t.seg.Bytes(so+eHash, uint64(len(spec.TypeHash))), spec.TypeHash[:])
 	t.u32(so + eCap).Store(capacity)
-	flags := flagWantsHost
-	if spec.Memory == MemoryGPU {
-		flags = flagWantsDevice
-	}
+	flags := memFlags(spec.Memory)
 	if spec.Republish {
 		flags |= flagRepublish
 	}
-	e.republish, e.mem = spec.Republish, spec.Memory
+	e.republish = spec.Republish
+	e.mem.Store(int64(spec.Memory))
 	t.u32(so + eFlags).Store(uint32(flags))
 	if kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal {
 		if err := t.deliverHistory(slot, q, flags); err != nil {
@@ -544,8 +550,9 @@ func (e *endpoint) Closed() bool { return e.closed.Load() }
 // GID is the endpoint's identifier.
 func (e *endpoint) GID() GID { return e.gid }
 
-// Memory is the form the endpoint was created with (EndpointSpec.Memory).
-func (e *endpoint) Memory() Memory { return e.mem }
+// Memory is the form the endpoint uses: EndpointSpec.Memory, or what
+// Subscription.SetMemory set since.
+func (e *endpoint) Memory() Memory { return Memory(e.mem.Load()) }
 
 // QoS is the QoS the endpoint actually uses.
 func (e *endpoint) QoS() qos.Profile { return e.qos }

@@ -4,7 +4,7 @@ package zerocopy
 // the on-disk (in-/dev/shm) format: changing one changes TopicVersion or
 // GraphVersion. docs/ARCHITECTURE.md reproduces these tables.
 //
-// Topic segment, version 2 ("<prefix>_d<domain>_t<topic with / as .>@<type
+// Topic segment, version 3 ("<prefix>_d<domain>_t<topic with / as .>@<type
 // tag>", see segName):
 //
 //	[0, 4096)            header (static part covered by a CRC-32C, then dynamic words)
@@ -51,7 +51,10 @@ package zerocopy
 // A commit that finds /dev/shm full fails that one operation with an error
 // wrapping ErrNoSpace (and ErrPoolExhausted for a loan or publish).
 const (
-	TopicVersion = 2
+	// TopicVersion 3 added the sample's meta block (sMetaBlock...): a
+	// version 2 process would never free it, so version 2 segments are
+	// refused (ErrVersion), as version 1 ones are.
+	TopicVersion = 3
 	topicMagic   = "RGAPSTPC"
 	headerSize   = 4096
 
@@ -152,6 +155,11 @@ const (
 	sPubSlot     = 72 // u32 publishing endpoint slot
 	sDevBlock    = 76 // u32 device-pool TLSF block index (0 = none)
 	sDevOffset   = 80 // u64 payload offset in the device pool
+	// The meta block (version 3): a small side block of the host pool
+	// that travels with the payload (Loan.SetMeta, Sample.Meta).
+	sMetaBlock  = 88 // u32 host-pool TLSF block index of the meta (0 = none)
+	sMetaSize   = 92 // u32 meta bytes (1 … MaxMeta; 0 when there is none)
+	sMetaOffset = 96 // u64 meta offset in the host pool
 )
 
 // endpointFlags say which forms of a sample an endpoint reads, so that a

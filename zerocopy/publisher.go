@@ -33,11 +33,17 @@ type Loan struct {
 	// copies are the copier copies into the block not known to be done
 	// (the latest of each copier): Publish and Discard wait for them.
 	copies []*Completion
-	// untracked: the block may have device writes the engine cannot wait
-	// for one by one (its device address was handed out, or a synchronous
-	// or device-to-device copy went into it): Publish synchronises the
-	// context.
+	// untracked: the block's device address was handed out, so kernels
+	// may write it on any stream: Publish synchronises the context, unless
+	// the writer named the stream (WritesOn).
 	untracked bool
+	// syncCopy: a synchronous or device-to-device copy went into the block,
+	// which may still run: Publish synchronises the context.
+	syncCopy bool
+	// stream, when onStream, is the application's stream the device writes
+	// into the block were queued on (WritesOn).
+	stream   uintptr
+	onStream bool
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -49,8 +55,9 @@ func (l *Loan) Bytes() []byte { return l.data }
 // kernels can write over PCIe. Valid in this process's context of
 // Config.Device until Publish or Discard. Once it was asked for, Publish
 // waits for all the device work of this process (cuCtxSynchronize): it
-// cannot know which work writes the loan. A loan filled by a Copier only
-// waits for the copier's completions.
+// cannot know which work writes the loan, unless WritesOn names the
+// stream. A loan filled by a Copier only waits for the copier's
+// completions.
 func (l *Loan) DevicePtr() (DevicePtr, error) {
 	l.untracked = true
 	if l.ptr != 0 {
@@ -177,7 +184,7 @@ func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
 	}
 	dev, _ := p.t.d.gpu()
 	dst, _ := l.devicePtr()
-	l.done, l.untracked = true, true // the copy is asynchronous
+	l.done, l.syncCopy = true, true // the copy is asynchronous
 	if err := dev.MemcpyDtoD(cuda.DevicePtr(dst), cuda.DevicePtr(src), uint64(size)); err != nil {
 		p.dropLoan(l.n)
 		return fmt.Errorf("copying into the loan: %w", err)
@@ -192,47 +199,60 @@ func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
 	}
 	t := p.t
 	defer t.unguard(guard(), &err)
+	var n uint32
+	if err := p.withSpace(func() (err error) {
+		n, err = t.newSample(p.slot, uint64(size), dev)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	l := &Loan{p: p, n: n, size: size, dev: dev && t.dalloc != nil}
+	if l.dev {
+		base, err := t.deviceBase()
+		if err != nil {
+			l.done = true
+			p.dropLoan(n)
+			return nil, err
+		}
+		l.off = t.u64(t.sampleOff(n) + sDevOffset).Load()
+		l.ptr = base + DevicePtr(l.off)
+	} else {
+		l.off = t.u64(t.sampleOff(n) + sOffset).Load()
+		l.data = t.pool[l.off : l.off+uint64(size) : l.off+uint64(size)]
+	}
+	return l, nil
+}
+
+// withSpace runs alloc under the topic lock until it does not fail with
+// ErrPoolExhausted: a RELIABLE publisher waits up to Config.BlockTimeout
+// for room, a BEST_EFFORT one counts a drop and returns the error at once.
+// The caller has entered.
+func (p *Publisher) withSpace(alloc func() error) error {
+	t := p.t
 	var deadline time.Time
 	for {
 		seen := t.spaceSeq.Load()
 		if err := t.lock(); err != nil {
-			return nil, err
+			return err
 		}
-		n, err := t.newSample(p.slot, uint64(size), dev)
+		err := alloc()
 		t.unlock()
-		if err == nil {
-			l := &Loan{p: p, n: n, size: size, dev: dev && t.dalloc != nil}
-			if l.dev {
-				base, err := t.deviceBase()
-				if err != nil {
-					l.done = true
-					p.dropLoan(n)
-					return nil, err
-				}
-				l.off = t.u64(t.sampleOff(n) + sDevOffset).Load()
-				l.ptr = base + DevicePtr(l.off)
-			} else {
-				l.off = t.u64(t.sampleOff(n) + sOffset).Load()
-				l.data = t.pool[l.off : l.off+uint64(size) : l.off+uint64(size)]
-			}
-			return l, nil
-		}
-		if !errors.Is(err, ErrPoolExhausted) {
-			return nil, err
+		if err == nil || !errors.Is(err, ErrPoolExhausted) {
+			return err
 		}
 		if !p.reliable() {
 			t.u64(t.slotOff(p.slot) + eLost).Add(1)
 			t.u64(hDrops).Add(1)
-			return nil, err
+			return err
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 		}
 		if !p.waitSpace(seen, deadline) {
 			if cerr := t.check(); cerr != nil {
-				return nil, cerr
+				return cerr
 			}
-			return nil, fmt.Errorf("%w (waited %v)", err, t.d.cfg.BlockTimeout)
+			return fmt.Errorf("%w (waited %v)", err, t.d.cfg.BlockTimeout)
 		}
 	}
 }
@@ -277,7 +297,9 @@ func (l *Loan) Discard() (err error) {
 // (DevicePtr) or a synchronous or device-to-device copy went into it
 // (CopyIn on a device loan, PublishFrom), all the device work of this
 // process (cuCtxSynchronize). A loan filled by Copiers alone never waits
-// for the rest of the device.
+// for the rest of the device; one whose writer named its stream
+// (WritesOn) waits for an event recorded on that stream instead of the
+// context.
 func (l *Loan) Publish() error {
 	if l.done {
 		return fmt.Errorf("%w: loan already published or discarded", ErrInvalid)
@@ -296,9 +318,8 @@ func (l *Loan) publishEntered() error {
 	// any subscriber can see the sample.
 	err := waitAll(l.copies)
 	l.copies = nil
-	if err == nil && l.untracked {
-		dev, _ := l.p.t.d.gpu()
-		err = dev.CtxSynchronize()
+	if err == nil {
+		err = l.waitDevice()
 	}
 	if err != nil {
 		l.p.dropLoan(l.n)
@@ -351,7 +372,7 @@ func (l *Loan) CopyIn(off int, src []byte) error {
 	if err != nil {
 		return err
 	}
-	l.untracked = true
+	l.syncCopy = true
 	return dev.MemcpyHtoD(cuda.DevicePtr(l.ptr+DevicePtr(off)), src)
 }
 

@@ -54,6 +54,7 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 	}
 	t.u32(so + sBlock).Store(0)
 	t.u32(so + sDevBlock).Store(0)
+	t.clearMeta(n)
 	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
 		return 0, err
 	}
@@ -75,42 +76,55 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 // addBlock gives sample n a block of size bytes in the device pool (dev) or
 // the host pool.
 func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
-	a, poolSize, what := t.alloc, t.lay.poolSize, "host"
 	blockF, offF := uint64(sBlock), uint64(sOffset)
 	if dev {
-		a, poolSize, what = t.dalloc, t.lay.devPoolSize, "device"
 		blockF, offF = sDevBlock, sDevOffset
 	}
+	b, err := t.allocBlock(dev, size)
+	if err != nil {
+		return err
+	}
+	so := t.sampleOff(n)
+	t.u64(so + offF).Store(b.Offset)
+	t.u32(so + blockF).Store(b.Index)
+	return nil
+}
+
+// allocBlock allocates size bytes of the device pool (dev) or of the host
+// pool, committing what the host block covers: ErrPoolExhausted, ErrTooLarge
+// or ErrCorrupt (a damaged allocator) otherwise.
+func (t *Topic) allocBlock(dev bool, size uint64) (tlsf.Block, error) {
+	a, poolSize, what := t.alloc, t.lay.poolSize, "host"
+	if dev {
+		a, poolSize, what = t.dalloc, t.lay.devPoolSize, "device"
+	}
 	if err := t.commitMeta(dev); err != nil {
-		return fmt.Errorf("%w: %w", ErrPoolExhausted, err)
+		return tlsf.Block{}, fmt.Errorf("%w: %w", ErrPoolExhausted, err)
 	}
 	b, err := a.Alloc(size, 0)
 	switch {
 	case errors.Is(err, tlsf.ErrTooLarge):
-		return fmt.Errorf("%w: %d bytes asked, the %s pool of topic %s has %d", ErrTooLarge, size, what, t.name, poolSize)
+		return b, fmt.Errorf("%w: %d bytes asked, the %s pool of topic %s has %d", ErrTooLarge, size, what, t.name, poolSize)
 	case errors.Is(err, tlsf.ErrNoSpace), errors.Is(err, tlsf.ErrNoDescriptors):
 		st := a.Stats()
-		return fmt.Errorf("%w: %d bytes asked, %d of %d free in the %s pool, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, what, st.LargestFree)
+		return b, fmt.Errorf("%w: %d bytes asked, %d of %d free in the %s pool, largest free block %d", ErrPoolExhausted, size, st.FreeBytes, st.PoolSize, what, st.LargestFree)
 	case errors.Is(err, tlsf.ErrCorrupt) || errors.Is(err, tlsf.ErrBadFree):
-		return t.markCorrupt("%s pool allocator: %v", what, err)
+		return b, t.markCorrupt("%s pool allocator: %v", what, err)
 	case err != nil:
-		return fmt.Errorf("allocating %d bytes: %w", size, err)
+		return b, fmt.Errorf("allocating %d bytes: %w", size, err)
 	}
 	if b.Offset > poolSize || size > poolSize-b.Offset || size > b.Size {
-		return t.markCorrupt("%s pool allocator lent %d bytes at offset %d for %d asked, in a %d-byte pool", what, b.Size, b.Offset, size, poolSize)
+		return b, t.markCorrupt("%s pool allocator lent %d bytes at offset %d for %d asked, in a %d-byte pool", what, b.Size, b.Offset, size, poolSize)
 	}
 	if !dev {
 		// Lend only committed bytes: a block past the committed prefix
 		// commits up to its end first (the commit rule in layout.go).
 		if err := t.commitPool(b.Offset + b.Size); err != nil {
 			a.Free(b.Index)
-			return fmt.Errorf("%w: %d bytes asked: %w", ErrPoolExhausted, size, err)
+			return b, fmt.Errorf("%w: %d bytes asked: %w", ErrPoolExhausted, size, err)
 		}
 	}
-	so := t.sampleOff(n)
-	t.u64(so + offF).Store(b.Offset)
-	t.u32(so + blockF).Store(b.Index)
-	return nil
+	return b, nil
 }
 
 // dropBlock gives back sample n's block of one form.
@@ -203,6 +217,7 @@ func (t *Topic) freeSample(n uint32) {
 			t.markCorrupt("sample %d: freeing device block %d: %v", n, b, err)
 		}
 	}
+	t.dropMeta(n)
 	t.u32(so + sRefs).Store(0)
 	t.u32(so + sState).Store(uint32(sampleFree))
 	head := t.u32(hFreeSample)
@@ -379,28 +394,37 @@ func (t *Topic) repair() error {
 	}
 	owned := [2]map[uint32]bool{{}, {}} // host, device
 	allocs := [2]*tlsf.Allocator{t.alloc, t.dalloc}
-	fields := [2]uint64{sBlock, sDevBlock}
+	// A sample's block fields: the payload's two forms, then the meta
+	// block (host pool), which alone does not make a sample.
+	fields := [3]struct {
+		pool    int
+		f       uint64
+		payload bool
+	}{{0, sBlock, true}, {1, sDevBlock, true}, {0, sMetaBlock, false}}
 	var free, used uint32
 	for n := made; n >= 1; n-- {
 		so := t.sampleOff(n)
 		st := sampleState(t.u32(so + sState).Load())
 		if st != sampleFree {
 			ok, any := true, false
-			for k := range allocs {
-				idx := t.u32(so + fields[k]).Load()
+			for _, fl := range fields {
+				idx := t.u32(so + fl.f).Load()
 				if idx == 0 {
 					continue
 				}
-				if allocs[k] == nil {
+				if allocs[fl.pool] == nil {
 					ok = false
 					continue
 				}
-				blk, err := allocs[k].Lookup(idx)
-				if err != nil || owned[k][blk.Index] {
+				blk, err := allocs[fl.pool].Lookup(idx)
+				if err != nil || owned[fl.pool][blk.Index] {
 					ok = false
 					continue
 				}
-				any = true
+				any = any || fl.payload
+			}
+			if mb := t.u32(so + sMetaBlock).Load(); mb != 0 && mb == t.u32(so+sBlock).Load() {
+				ok = false // one block named twice
 			}
 			if !ok || !any {
 				if refs[n] != 0 {
@@ -410,9 +434,9 @@ func (t *Topic) repair() error {
 			} else if refs[n] == 0 {
 				st = sampleFree // nobody can reach it: give its blocks back below
 			} else {
-				for k := range allocs {
-					if idx := t.u32(so + fields[k]).Load(); idx != 0 {
-						owned[k][idx] = true
+				for _, fl := range fields {
+					if idx := t.u32(so + fl.f).Load(); idx != 0 {
+						owned[fl.pool][idx] = true
 					}
 				}
 			}
@@ -424,6 +448,7 @@ func (t *Topic) repair() error {
 			t.u32(so + sRefs).Store(0)
 			t.u32(so + sBlock).Store(0)
 			t.u32(so + sDevBlock).Store(0)
+			t.clearMeta(n)
 			t.u32(so + sNext).Store(free)
 			free = n
 			continue
@@ -575,5 +600,5 @@ func (t *Topic) deliverable(slot, n uint32) error {
 	if forms == 0 {
 		return t.markCorrupt("published sample %d has no block", n)
 	}
-	return nil
+	return t.metaOK(n)
 }

@@ -22,6 +22,7 @@ type Sample struct {
 	s       *Subscription
 	n       uint32
 	data    []byte
+	meta    []byte // Meta: the read-only view of the meta block, or nil
 	size    uint64
 	devOff  uint64
 	hasDev  bool
@@ -189,6 +190,7 @@ func (s *Subscription) take() (_ *Sample, err error) {
 	smp.info.Sequence = t.u64(so + sSeq).Load()
 	smp.info.SourceTimestamp = time.Unix(0, int64(t.u64(so+sStamp).Load()))
 	copy(smp.info.Publisher[:], t.seg.Bytes(so+sGID, 16))
+	smp.meta = t.metaView(n) // deliverable checked it
 	t.unlock()
 	t.wakeSpace() // a reliable publisher may wait for this queue slot
 	smp.info.ReceivedTimestamp = now
@@ -216,7 +218,7 @@ func (smp *Sample) Return() (err error) {
 		return fmt.Errorf("%w: sample already returned", ErrInvalid)
 	}
 	smp.done = true
-	smp.data = nil
+	smp.data, smp.meta = nil, nil
 	if !smp.s.enter() {
 		return ErrClosed // Close released every taken sample already
 	}

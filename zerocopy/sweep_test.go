@@ -27,7 +27,8 @@ import (
 //     and the subscription's endpoint slots (every field, the ring and the
 //     held entries, the padding up to the stride), six sample records (free
 //     ones on the free list, a held, a queued and a loaned one, and one past
-//     samplesMade), and the host pool's TLSF metadata: the header (counters,
+//     samplesMade; every message has a meta block, so the meta words of
+//     version 3 are swept too), and the host pool's TLSF metadata: the header (counters,
 //     bitmaps, guards, every free-list head) and descriptors 0 to 8, which
 //     are of every kind (the nil descriptor, free blocks, used blocks, an
 //     unused descriptor on the free-descriptor list, two never formatted);
@@ -220,18 +221,30 @@ func sweepCase(d, joiner *Domain, typ, path string, off uint64, val uint32, i in
 		p.Close()
 		return "BAD setup: " + err.Error()
 	}
-	published := map[string]bool{}
+	published := map[string]string{} // payload → meta
 	pub := func(k int) {
 		m := fmt.Sprintf("case %d message %d %s", i, k, strings.Repeat("x", 100*k))
-		published[m] = true
-		note("publish", p.Publish([]byte(m)))
+		meta := fmt.Sprintf("meta %d of case %d", k, i)
+		published[m] = meta
+		l, err := p.Loan(len(m))
+		if err != nil {
+			note("loan", err)
+			return
+		}
+		copy(l.Bytes(), m)
+		if err := l.SetMeta([]byte(meta)); err != nil {
+			note("set meta", err)
+			note("discard", l.Discard())
+			return
+		}
+		note("publish", l.Publish())
 	}
 	take := func(what string) {
 		smp, err := s.Take()
 		note(what, err)
 		if err == nil {
-			if !published[string(smp.Bytes())] {
-				bad = append(bad, fmt.Sprintf("%s delivered %d bytes nobody published: %.40q", what, len(smp.Bytes()), smp.Bytes()))
+			if meta, ok := published[string(smp.Bytes())]; !ok || meta != string(smp.Meta()) {
+				bad = append(bad, fmt.Sprintf("%s delivered %d bytes and meta %.40q nobody published: %.40q", what, len(smp.Bytes()), smp.Meta(), smp.Bytes()))
 			}
 			note("return", smp.Return())
 		}
@@ -245,6 +258,9 @@ func sweepCase(d, joiner *Domain, typ, path string, off uint64, val uint32, i in
 	loan, err := p.Loan(100)
 	if err != nil {
 		return "BAD setup loan: " + err.Error()
+	}
+	if err := loan.SetMeta([]byte("loaned meta")); err != nil {
+		return "BAD setup meta: " + err.Error()
 	}
 	for k := 0; k < 2; k++ {
 		smp, err := s.Take()
@@ -269,7 +285,7 @@ func sweepCase(d, joiner *Domain, typ, path string, off uint64, val uint32, i in
 	note("discard", loan.Discard())
 	pub(4)
 	if smp, err := s.TakeWait(100 * time.Millisecond); err == nil {
-		if !published[string(smp.Bytes())] {
+		if meta, ok := published[string(smp.Bytes())]; !ok || meta != string(smp.Meta()) {
 			bad = append(bad, fmt.Sprintf("take-wait delivered %d bytes nobody published", len(smp.Bytes())))
 		}
 		note("return", smp.Return())

@@ -53,6 +53,10 @@ func (s *Stream) handle() uintptr {
 	return s.h
 }
 
+// Handle is s's raw CUstream (0 for nil, the legacy default stream, and
+// after Destroy), for APIs that take a stream from the application.
+func (s *Stream) Handle() uintptr { return s.handle() }
+
 // Synchronize waits until all work queued on s has finished.
 func (s *Stream) Synchronize() error {
 	if s == nil {
@@ -100,6 +104,24 @@ func (d *Device) NewEvent() (e *Event, err error) {
 	return e, err
 }
 
+// eventDisableTiming is CU_EVENT_DISABLE_TIMING.
+const eventDisableTiming = 2
+
+// NewSyncEvent creates an event without timing (CU_EVENT_DISABLE_TIMING),
+// the cheapest to record and wait for: for ordering, not measuring.
+func (d *Device) NewSyncEvent() (e *Event, err error) {
+	err = d.call(func(ctx uintptr) error {
+		h, err := cuEventCreate(ctx, eventDisableTiming)
+		if err != nil {
+			return err
+		}
+		track(resEvent, 1)
+		e = &Event{dev: d, h: h}
+		return nil
+	})
+	return e, err
+}
+
 func (e *Event) handle() uintptr {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -110,6 +132,13 @@ func (e *Event) handle() uintptr {
 // completes when the work queued on s before it has.
 func (e *Event) Record(s *Stream) error {
 	return e.dev.call(func(ctx uintptr) error { return cuEventRecord(ctx, e.handle(), s.handle()) })
+}
+
+// RecordOnHandle queues the event on a raw CUstream handle of d's
+// context that this package did not create (an application's stream; 0:
+// the legacy default stream). The handle is only used, never destroyed.
+func (e *Event) RecordOnHandle(stream uintptr) error {
+	return e.dev.call(func(ctx uintptr) error { return cuEventRecord(ctx, e.handle(), stream) })
 }
 
 // Synchronize waits until the event has completed.
