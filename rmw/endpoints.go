@@ -117,13 +117,17 @@ type publisher struct {
 	p  *zerocopy.Publisher
 	st *status
 
-	mu    sync.Mutex
-	loans map[uintptr]*zerocopy.Loan // by address of the loan's first byte
+	d  *zerocopy.Domain
+
+	mu       sync.Mutex
+	loans    map[uintptr]*zerocopy.Loan // by address of the loan's first byte
+	devLoans map[uint64]*zerocopy.Loan  // device loans (gpu.go), by id
+	nextDev  uint64
 }
 
 // newPublisher creates a publisher of typ on topic; q is read and then
 // overwritten with the actual QoS.
-func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t) (*publisher, error) {
+func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t, gpuPool bool) (*publisher, error) {
 	p := qosFromC(q)
 	if err := checkQoS(p); err != nil {
 		return nil, err
@@ -132,6 +136,7 @@ func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_
 	if err != nil {
 		return nil, err
 	}
+	spec.GPUPool = gpuPool && zerocopy.GPUPresent()
 	if spec.Topic == "/rosout" && spec.QoS.Durability == qos.DurabilityTransientLocal && spec.QoS.Depth > rosoutDepth() {
 		// Every node keeps its /rosout history in the topic's shared
 		// sample table (4096 samples): rcl's 1000 per node would exhaust
@@ -147,7 +152,7 @@ func newPublisher(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_
 	nd.ctx.mu.Lock()
 	nd.ctx.gids[pub.GID()] = true
 	nd.ctx.mu.Unlock()
-	pp := &publisher{nd: nd, p: pub, loans: map[uintptr]*zerocopy.Loan{}}
+	pp := &publisher{nd: nd, p: pub, d: d, loans: map[uintptr]*zerocopy.Loan{}, devLoans: map[uint64]*zerocopy.Loan{}}
 	pp.st = newStatus(pub, d)
 	if err := nd.n.Track(pp); err != nil {
 		return nil, err
@@ -216,13 +221,13 @@ func (p *publisher) Close() error {
 }
 
 //export rgapsgo_pub_create
-func rgapsgo_pub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_pub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, gpuPool C.int, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	nd := get[*node](nodeh)
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	p, err := newPublisher(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q)
+	p, err := newPublisher(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q, gpuPool != 0)
 	if err != nil {
 		return report("creating the publisher", err)
 	}
@@ -340,6 +345,8 @@ type subscription struct {
 	nd          *node
 	s           *zerocopy.Subscription
 	st          *status
+	d           *zerocopy.Domain
+	views       *views // a device subscription's kept samples (gpu.go)
 	ignoreLocal bool
 
 	mu        sync.Mutex
@@ -349,7 +356,7 @@ type subscription struct {
 	takeEvent chan struct{} // nudges the callback goroutine after a take
 }
 
-func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t, ignoreLocal bool) (*subscription, error) {
+func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.rmw_qos_profile_t, ignoreLocal, gpuPool bool) (*subscription, error) {
 	p := qosFromC(q)
 	if err := checkQoS(p); err != nil {
 		return nil, err
@@ -358,12 +365,13 @@ func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.r
 	if err != nil {
 		return nil, err
 	}
+	spec.GPUPool = gpuPool && zerocopy.GPUPresent()
 	sub, err := d.NewSubscription(spec)
 	if err != nil {
 		return nil, err
 	}
 	qosToC(sub.QoS(), q)
-	s := &subscription{nd: nd, s: sub, ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
+	s := &subscription{nd: nd, s: sub, d: d, views: newViews(), ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
 		takeEvent: make(chan struct{}, 1)}
 	s.st = newStatus(sub, d)
 	if err := nd.n.Track(s); err != nil {
@@ -383,6 +391,7 @@ func (s *subscription) Close() error {
 		delete(s.loans, k)
 	}
 	s.mu.Unlock()
+	s.views.close()
 	err := s.s.Close()
 	if errors.Is(err, zerocopy.ErrClosed) {
 		err = nil
@@ -391,13 +400,13 @@ func (s *subscription) Close() error {
 }
 
 //export rgapsgo_sub_create
-func rgapsgo_sub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, ignoreLocal C.int, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
+func rgapsgo_sub_create(nodeh C.uintptr_t, topic, typ *C.char, hash *C.uint8_t, q *C.rmw_qos_profile_t, ignoreLocal, gpuPool C.int, gid *C.uint8_t, out *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	nd := get[*node](nodeh)
 	if nd == nil {
 		return fail(retError, "node destroyed")
 	}
-	s, err := newSubscription(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q, ignoreLocal != 0)
+	s, err := newSubscription(nd, C.GoString(topic), C.GoString(typ), typeHash(hash), q, ignoreLocal != 0, gpuPool != 0)
 	if err != nil {
 		return report("creating the subscription", err)
 	}
@@ -432,13 +441,21 @@ func rgapsgo_sub_matched(h C.uintptr_t, out *C.size_t) (rc C.int) {
 // this context's publishers are skipped with ignore_local_publications,
 // and samples shorter than min bytes (the placeholder of a publication
 // nobody was matched for) are dropped.
-func (s *subscription) take(min int) (*zerocopy.Sample, error) {
+// A sample whose fields travel in its meta block (a message published with
+// a device loan, §3.12) has the device field's bytes as its payload: it is
+// only for takes that can split (split), and min does not apply to it.
+func (s *subscription) take(min int, split bool) (*zerocopy.Sample, error) {
 	for {
 		smp, err := s.s.Take()
 		if err != nil {
 			return nil, err
 		}
-		if len(smp.Bytes()) < min {
+		if smp.Meta() != nil && !split {
+			smp.Return()
+			s.malformed("a message with a device field on a topic of a type that has none")
+			continue
+		}
+		if smp.Meta() == nil && len(smp.Bytes()) < min {
 			smp.Return()
 			s.malformed(fmt.Sprintf("%d bytes, shorter than the %d-byte prefix of this topic's payloads", len(smp.Bytes()), min))
 			continue
@@ -485,20 +502,24 @@ func (s *subscription) fillInfo(smp *zerocopy.Sample, info *C.rmw_message_info_t
 }
 
 // rgapsgo_sub_take takes the next sample: its bytes at *data (read-only,
-// in the pool) and *size, its info into *info (if not NULL). With loan == 0
-// *sample is the handle to give back with rgapsgo_sample_return; with
-// loan != 0 the sample stays with the subscription until
+// in the pool; NULL when the sample has no host form) and *size, its meta
+// block at *meta and *meta_len (NULL, 0: none), its info into *info (if not
+// NULL). mode: 0 a copying take, 1 a loan, 2 a copying take that can
+// split (the only one given samples with a meta block; the others drop them
+// as malformed). Copying takes set *sample to the handle to give back with
+// rgapsgo_sample_return; a loan stays with the subscription until
 // rgapsgo_sub_return_loan(*data). *sample == 0: nothing to take.
 //
 //export rgapsgo_sub_take
-func rgapsgo_sub_take(h C.uintptr_t, min C.size_t, data **C.uint8_t, size *C.size_t, info *C.rmw_message_info_t, loan C.int, sample *C.uintptr_t) (rc C.int) {
+func rgapsgo_sub_take(h C.uintptr_t, min C.size_t, data **C.uint8_t, size *C.size_t, meta **C.uint8_t, metaLen *C.size_t, info *C.rmw_message_info_t, mode C.int, sample *C.uintptr_t) (rc C.int) {
 	defer recoverTo(&rc)
 	*sample = 0
+	*data, *size, *meta, *metaLen = nil, 0, nil, 0
 	s := get[*subscription](h)
 	if s == nil {
 		return fail(retError, "subscription destroyed")
 	}
-	smp, err := s.take(int(min))
+	smp, err := s.take(int(min), mode == 2)
 	if errors.Is(err, zerocopy.ErrNoData) {
 		return retOK
 	}
@@ -509,12 +530,18 @@ func rgapsgo_sub_take(h C.uintptr_t, min C.size_t, data **C.uint8_t, size *C.siz
 	case s.takeEvent <- struct{}{}:
 	default:
 	}
-	b := smp.Bytes()
-	ptr := unsafe.Pointer(&b[0])
-	*data = (*C.uint8_t)(ptr)
-	*size = C.size_t(len(b))
+	var ptr unsafe.Pointer
+	*size = C.size_t(smp.Size())
+	if b := smp.Bytes(); len(b) > 0 {
+		ptr = unsafe.Pointer(&b[0])
+		*data = (*C.uint8_t)(ptr)
+	}
+	if m := smp.Meta(); len(m) > 0 {
+		*meta = (*C.uint8_t)(unsafe.Pointer(&m[0]))
+		*metaLen = C.size_t(len(m))
+	}
 	s.fillInfo(smp, info)
-	if loan != 0 {
+	if mode == 1 {
 		s.mu.Lock()
 		s.loans[uintptr(ptr)] = smp
 		s.mu.Unlock()

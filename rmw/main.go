@@ -30,7 +30,7 @@
 package main
 
 /*
-#cgo CFLAGS: -O2 -Wall -std=gnu11 -I${SRCDIR}/../typesupport/introspection
+#cgo CFLAGS: -O2 -Wall -std=gnu11 -I${SRCDIR}/../typesupport/introspection -I${SRCDIR}/../include
 #cgo CXXFLAGS: -O2 -Wall -std=c++17
 #include <stdlib.h>
 #include "rmw_impl.h"

@@ -16,6 +16,7 @@
  *   rmw_graph.c      graph queries
  *   rmw_event.c      events and new-data callbacks
  *   rmw_serialize.c  serialisation without a topic
+ *   rmw_gpu.c        GPU-loaned messages (rgaps/gpu.h) and the split layout's takes
  *   sig.c            the signal contract (sig.h)
  *
  * Every function that calls Go (rgapsgo_*) starts with RGAPS_GO_CALLS
@@ -203,5 +204,19 @@ RGAPS_HIDDEN rmw_ret_t rgaps_publish_cdr(uintptr_t pub, const rgaps_ts *ts, cons
 /* rmw_sub.c */
 RGAPS_HIDDEN rmw_ret_t rgaps_decode(uintptr_t sub, uintptr_t smp, const rgaps_ts *ts, const uint8_t *data,
 	size_t size, void *msg, int *again);
+
+/* rmw_gpu.c */
+/* The thread's last error (rmw_common.c). */
+const char *rgaps_rmw_last_error(void);
+/* The default device field of a type (a top-level uint8[]), or -1. */
+static inline int32_t rgaps_default_member(const rgaps_ts *ts)
+{
+	uint32_t m;
+	return rgaps_ts_byte_member(ts, NULL, &m) == RGAPS_TS_OK ? (int32_t)m : -1;
+}
+RGAPS_HIDDEN rmw_ret_t rgaps_decode_split(const rgaps_sub *d, uintptr_t smp, const uint8_t *data, size_t size,
+	const uint8_t *meta, size_t meta_len, void *msg, int *again);
+RGAPS_HIDDEN rmw_ret_t rgaps_split_to_cdr(const rgaps_sub *d, const uint8_t *data, size_t size,
+	const uint8_t *meta, size_t meta_len, rmw_serialized_message_t *m);
 
 #endif /* RGAPS_RMW_C_H */

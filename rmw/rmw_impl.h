@@ -16,6 +16,7 @@
 
 #include "include/rgaps_rmw_abi.h"
 #include "rgaps_ts.h"
+#include "rgaps/gpu.h"
 
 #define RGAPS_IDENTIFIER "rmw_rgaps"
 #define RGAPS_SERIALIZATION_FORMAT "cdr"
@@ -52,6 +53,14 @@
 #define RGAPS_MSG_PREFIX 4u
 #define RGAPS_SRV_PREFIX 28u
 #define RGAPS_CDR_HEADER 4u
+
+/* The meta block of a message published with a device loan (§3.12): the
+ * sample's payload is the device field's bytes, its meta block is
+ *   [0,4) "RGDM"  [4] RGAPS_META_VERSION  [5,8) 0  [8,12) u32 LE index of the
+ *   device field among the type's members  [12,16) 0  [16,…) the message's
+ *   CDR (encapsulation header first) with the device field empty. */
+#define RGAPS_META_HEADER 16u
+#define RGAPS_META_VERSION 1
 
 /* A type hash as the engine stores it: version byte, 32 bytes of value. */
 #define RGAPS_TYPE_HASH_SIZE 33
@@ -96,6 +105,7 @@ typedef struct rgaps_pub {
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
 	int plain;     /* can loan */
 	size_t prefix; /* bytes before the CDR stream: RGAPS_MSG_PREFIX for plain types, else 0 */
+	int32_t member; /* the default device field (rgaps_ts_byte_member), -1 if the type has none */
 } rgaps_pub;
 
 /* rmw_subscription_t.data */
@@ -107,6 +117,8 @@ typedef struct rgaps_sub {
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
 	int plain;     /* can loan */
 	size_t prefix; /* as rgaps_pub's */
+	int32_t member; /* the device field, -1 if the type has none */
+	int device;     /* a device subscription: takes leave tickets (rmw_gpu.c) */
 } rgaps_sub;
 
 /* rmw_client_t.data and rmw_service_t.data: the pair of endpoints on the

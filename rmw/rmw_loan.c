@@ -78,11 +78,11 @@ static rmw_ret_t take_loaned(const rmw_subscription_t *subscription, void **loan
 	if (*loaned_message != NULL)
 		FAIL(RMW_RET_INVALID_ARGUMENT, "*loaned_message must be NULL");
 	*taken = false;
-	uint8_t *data = NULL;
-	size_t size = 0;
+	uint8_t *data = NULL, *meta = NULL;
+	size_t size = 0, meta_len = 0;
 	uintptr_t held = 0;
 	size_t off = RGAPS_MSG_PREFIX + RGAPS_CDR_HEADER;
-	rmw_ret_t rc = rgapsgo_sub_take(d->go, off + rgaps_ts_plain_size(d->ts), &data, &size, info, 1, &held);
+	rmw_ret_t rc = rgapsgo_sub_take(d->go, off + rgaps_ts_plain_size(d->ts), &data, &size, &meta, &meta_len, info, 1, &held);
 	if (rc != RMW_RET_OK || held == 0)
 		return rc;
 	if (info != NULL)

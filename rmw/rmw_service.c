@@ -110,7 +110,9 @@ static rmw_ret_t take_srv(uintptr_t sub, const rgaps_ts *ts, const uint8_t *want
 		uintptr_t smp = 0;
 		rmw_message_info_t info;
 		memset(&info, 0, sizeof info);
-		rmw_ret_t rc = rgapsgo_sub_take(sub, RGAPS_SRV_PREFIX + RGAPS_CDR_HEADER, &data, &size, &info, 0, &smp);
+		uint8_t *meta = NULL;
+		size_t meta_len = 0;
+		rmw_ret_t rc = rgapsgo_sub_take(sub, RGAPS_SRV_PREFIX + RGAPS_CDR_HEADER, &data, &size, &meta, &meta_len, &info, 0, &smp);
 		if (rc != RMW_RET_OK || smp == 0)
 			return rc;
 		if (want_gid != NULL && memcmp(data, want_gid, 16) != 0) {

@@ -27,8 +27,9 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	}
 	d->ts = ts;
 	d->qos = *qos_policies;
+	d->member = rgaps_default_member(ts);
 	if (rgapsgo_sub_create(nd->go, topic, et.name, et.hash, &d->qos, subscription_options->ignore_local_publications,
-		    d->gid, &d->go) != RMW_RET_OK)
+		    d->member >= 0, d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_SUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();
@@ -86,22 +87,31 @@ rmw_ret_t rgaps_decode(uintptr_t sub, uintptr_t smp, const rgaps_ts *ts, const u
 	return rc;
 }
 
-/* take_cdr takes the next message of sub (Go state) and deserialises it
- * from `prefix` bytes on into msg. *taken false: nothing queued. */
-static rmw_ret_t take_cdr(uintptr_t sub, const rgaps_ts *ts, size_t prefix, void *msg, bool *taken,
-	rmw_message_info_t *info)
+/* take_mode is how a subscription takes: splitting (mode 2, rgapsgo_sub_take)
+ * when its type has a device field, else plainly. */
+static inline int take_mode(const rgaps_sub *d) { return d->member >= 0 ? 2 : 0; }
+
+/* take_cdr takes the next message of d and deserialises it into msg: from
+ * the CDR after d->prefix bytes, or split (rmw_gpu.c) for messages
+ * published with a device loan and for device subscriptions. *taken false:
+ * nothing queued. */
+static rmw_ret_t take_cdr(const rgaps_sub *d, void *msg, bool *taken, rmw_message_info_t *info)
 {
 	RGAPS_GO_CALLS;
 	*taken = false;
 	for (;;) {
-		uint8_t *data = NULL;
-		size_t size = 0;
+		uint8_t *data = NULL, *meta = NULL;
+		size_t size = 0, meta_len = 0;
 		uintptr_t smp = 0;
-		rmw_ret_t rc = rgapsgo_sub_take(sub, prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
+		rmw_ret_t rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, &meta, &meta_len, info,
+			take_mode(d), &smp);
 		if (rc != RMW_RET_OK || smp == 0)
 			return rc;
 		int again;
-		rc = rgaps_decode(sub, smp, ts, data + prefix, size - prefix, msg, &again);
+		if (meta != NULL || __atomic_load_n(&d->device, __ATOMIC_ACQUIRE))
+			rc = rgaps_decode_split(d, smp, data, size, meta, meta_len, msg, &again);
+		else
+			rc = rgaps_decode(d->go, smp, d->ts, data + d->prefix, size - d->prefix, msg, &again);
 		if (again)
 			continue;
 		if (rc != RMW_RET_OK)
@@ -120,7 +130,7 @@ rmw_ret_t rmw_take(const rmw_subscription_t *subscription, void *ros_message, bo
 	SUB(subscription, d);
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
-	return take_cdr(d->go, d->ts, d->prefix, ros_message, taken, NULL);
+	return take_cdr(d, ros_message, taken, NULL);
 }
 
 rmw_ret_t rmw_take_with_info(const rmw_subscription_t *subscription, void *ros_message, bool *taken,
@@ -131,7 +141,7 @@ rmw_ret_t rmw_take_with_info(const rmw_subscription_t *subscription, void *ros_m
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
 	ARG(message_info, RMW_RET_INVALID_ARGUMENT);
-	return take_cdr(d->go, d->ts, d->prefix, ros_message, taken, message_info);
+	return take_cdr(d, ros_message, taken, message_info);
 }
 
 rmw_ret_t rmw_take_sequence(const rmw_subscription_t *subscription, size_t count,
@@ -154,7 +164,7 @@ rmw_ret_t rmw_take_sequence(const rmw_subscription_t *subscription, size_t count
 	size_t n = 0;
 	while (n < count) {
 		bool one = false;
-		rc = take_cdr(d->go, d->ts, d->prefix, message_sequence->data[n], &one, &message_info_sequence->data[n]);
+		rc = take_cdr(d, message_sequence->data[n], &one, &message_info_sequence->data[n]);
 		if (rc != RMW_RET_OK || !one)
 			break;
 		n++;
@@ -173,12 +183,21 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *subscription, rmw_ser
 	ARG(m, RMW_RET_INVALID_ARGUMENT);
 	ARG(taken, RMW_RET_INVALID_ARGUMENT);
 	*taken = false;
-	uint8_t *data = NULL;
-	size_t size = 0;
+	uint8_t *data = NULL, *meta = NULL;
+	size_t size = 0, meta_len = 0;
 	uintptr_t smp = 0;
-	rmw_ret_t rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, info, 0, &smp);
+	rmw_ret_t rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, &meta, &meta_len, info,
+		take_mode(d), &smp);
 	if (rc != RMW_RET_OK || smp == 0)
 		return rc;
+	if (meta != NULL) {
+		rc = rgaps_split_to_cdr(d, data, size, meta, meta_len, m);
+		rgapsgo_sample_return(smp);
+		if (rc == RMW_RET_OK && info != NULL)
+			info->publisher_gid.implementation_identifier = rgaps_identifier;
+		*taken = rc == RMW_RET_OK;
+		return rc;
+	}
 	size_t n = size - d->prefix;
 	if (m->buffer_capacity < n) {
 		if (!rgaps_allocator_valid(&m->allocator)) {

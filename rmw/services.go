@@ -30,11 +30,11 @@ func (e *endpointPair) close() error {
 
 func newPair(nd *node, service, reqType, respType string, pubTopic, subTopic string, pubType, subType string,
 	pubHash, subHash zerocopy.TypeHash, pubQoS, subQoS *C.rmw_qos_profile_t) (*endpointPair, error) {
-	pub, err := newPublisher(nd, pubTopic, pubType, pubHash, pubQoS)
+	pub, err := newPublisher(nd, pubTopic, pubType, pubHash, pubQoS, false)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := newSubscription(nd, subTopic, subType, subHash, subQoS, false)
+	sub, err := newSubscription(nd, subTopic, subType, subHash, subQoS, false, false)
 	if err != nil {
 		pub.Close()
 		return nil, err

@@ -89,7 +89,7 @@ type rmwKit struct {
 func rmwBuild(t testing.TB) *rmwKit {
 	if dir := os.Getenv("RGAPS_RMW_BUILT"); dir != "" {
 		k := &rmwKit{dir: dir, lib: filepath.Join(dir, "librmw_rgaps.so"), progs: map[string]string{}}
-		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_cpp"} {
+		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_cpp", "rmw_gpu"} {
 			k.progs[p] = filepath.Join(dir, p)
 		}
 		return k
@@ -122,7 +122,7 @@ func rmwBuild(t testing.TB) *rmwKit {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -buildmode=c-shared ./rmw: %v\n%s", err, b)
 	}
-	for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals"} {
+	for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_gpu"} {
 		out := filepath.Join(k.dir, p)
 		// -rdynamic: rmw_api defines rcutils_set_error_state, which the
 		// library binds weakly, as in a ROS process.
@@ -146,7 +146,7 @@ func rmwCC(t testing.TB, k *rmwKit, args ...string) {
 	t.Helper()
 	base := []string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror",
 		"-I" + filepath.Join(k.root, "rmw", "include"), "-I" + filepath.Join(k.root, "rmw"),
-		"-I" + filepath.Join(k.root, "typesupport", "introspection")}
+		"-I" + filepath.Join(k.root, "typesupport", "introspection"), "-I" + filepath.Join(k.root, "include")}
 	if b, err := exec.Command(k.cc, append(base, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", k.cc, strings.Join(args, " "), err, b)
 	}
