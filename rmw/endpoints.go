@@ -117,7 +117,7 @@ type publisher struct {
 	p  *zerocopy.Publisher
 	st *status
 
-	d  *zerocopy.Domain
+	d *zerocopy.Domain
 
 	mu       sync.Mutex
 	loans    map[uintptr]*zerocopy.Loan // by address of the loan's first byte
