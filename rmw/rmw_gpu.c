@@ -160,22 +160,33 @@ int32_t rgaps_gpu_publisher_discard_v1(const void *publisher, rgaps_gpu_loan_v1 
 
 /* meta_of serialises msg without its device field after the meta header:
  * a malloc'd block (the caller frees it) of *n bytes, or NULL (error set). */
-static uint8_t *meta_of(const rgaps_pub *d, const void *msg, uint32_t member, size_t *n, rmw_ret_t *rc)
+/* meta_header allocates n bytes (the caller frees them) and writes the
+ * meta header naming member; NULL (error set) if allocation fails. */
+static uint8_t *meta_header(uint32_t member, size_t n)
 {
-	size_t cdr;
-	*rc = rgaps_ret_of_ts(rgaps_ts_serialized_size_detached(d->ts, msg, member, &cdr));
-	if (*rc != RMW_RET_OK)
-		return NULL;
-	uint8_t *b = calloc(1, RGAPS_META_HEADER + cdr);
+	uint8_t *b = calloc(1, n);
 	if (b == NULL) {
 		rgaps_set_error("rmw_rgaps: allocating the message's fields failed");
-		*rc = RMW_RET_BAD_ALLOC;
 		return NULL;
 	}
 	memcpy(b, "RGDM", 4);
 	b[4] = RGAPS_META_VERSION;
 	for (int i = 0; i < 4; i++)
 		b[8 + i] = (uint8_t)(member >> (8 * i));
+	return b;
+}
+
+static uint8_t *meta_of(const rgaps_pub *d, const void *msg, uint32_t member, size_t *n, rmw_ret_t *rc)
+{
+	size_t cdr;
+	*rc = rgaps_ret_of_ts(rgaps_ts_serialized_size_detached(d->ts, msg, member, &cdr));
+	if (*rc != RMW_RET_OK)
+		return NULL;
+	uint8_t *b = meta_header(member, RGAPS_META_HEADER + cdr);
+	if (b == NULL) {
+		*rc = RMW_RET_BAD_ALLOC;
+		return NULL;
+	}
 	size_t used = 0;
 	*rc = rgaps_ret_of_ts(rgaps_ts_serialize_detached(d->ts, msg, member, b + RGAPS_META_HEADER, cdr, &used));
 	if (*rc != RMW_RET_OK) {
@@ -184,6 +195,45 @@ static uint8_t *meta_of(const rgaps_pub *d, const void *msg, uint32_t member, si
 	}
 	*n = RGAPS_META_HEADER + used;
 	return b;
+}
+
+/* publish_split publishes loan id with the fields of ros_message, or of
+ * cdr[0:len] when ros_message is NULL; the loan is consumed. */
+static rmw_ret_t publish_split(const rgaps_pub *d, const void *ros_message, const uint8_t *cdr, size_t len,
+	const char *field, uint64_t id, void *stream)
+{
+	rmw_ret_t rc = RMW_RET_OK;
+	uint32_t member = (uint32_t)d->member;
+	if (ros_message == NULL && (cdr == NULL || len < RGAPS_CDR_HEADER)) {
+		rgaps_set_error("rmw_rgaps: no message (ros_message null, or cdr null or shorter than its header)");
+		rc = RMW_RET_INVALID_ARGUMENT;
+	} else if (field != NULL) {
+		rc = rgaps_ret_of_ts(rgaps_ts_byte_member(d->ts, field, &member));
+	} else if (d->member < 0) {
+		rgaps_set_error("rmw_rgaps: the publisher's message type has no uint8[] field");
+		rc = RMW_RET_INVALID_ARGUMENT;
+	}
+	size_t n = 0;
+	uint8_t *meta = NULL;
+	if (rc == RMW_RET_OK && ros_message != NULL) {
+		meta = meta_of(d, ros_message, member, &n, &rc);
+	} else if (rc == RMW_RET_OK) {
+		n = RGAPS_META_HEADER + len;
+		if ((meta = meta_header(member, n)) != NULL)
+			memcpy(meta + RGAPS_META_HEADER, cdr, len);
+		else
+			rc = RMW_RET_BAD_ALLOC;
+	}
+	if (meta == NULL) {
+		char keep[512];
+		snprintf(keep, sizeof keep, "%s", rgaps_rmw_last_error());
+		rgapsgo_gpu_discard(d->go, id);
+		rgaps_set_error(keep);
+		return rc;
+	}
+	rc = rgapsgo_gpu_publish(d->go, id, meta, n, (uintptr_t)stream, stream == RGAPS_GPU_SYNC_CONTEXT);
+	free(meta);
+	return rc;
 }
 
 int32_t rgaps_gpu_publisher_publish_v1(const void *publisher, const void *ros_message, const char *field,
@@ -195,29 +245,23 @@ int32_t rgaps_gpu_publisher_publish_v1(const void *publisher, const void *ros_me
 	ARG(loan, RMW_RET_INVALID_ARGUMENT);
 	uint64_t id = loan->id;
 	loan->id = 0; /* consumed whatever the result */
-	rmw_ret_t rc = RMW_RET_OK;
-	uint32_t member = (uint32_t)d->member;
 	if (ros_message == NULL) {
-		rgaps_set_error("rmw_rgaps: ros_message argument is null");
-		rc = RMW_RET_INVALID_ARGUMENT;
-	} else if (field != NULL) {
-		rc = rgaps_ret_of_ts(rgaps_ts_byte_member(d->ts, field, &member));
-	} else if (d->member < 0) {
-		rgaps_set_error("rmw_rgaps: the publisher's message type has no uint8[] field");
-		rc = RMW_RET_INVALID_ARGUMENT;
-	}
-	size_t n = 0;
-	uint8_t *meta = rc == RMW_RET_OK ? meta_of(d, ros_message, member, &n, &rc) : NULL;
-	if (meta == NULL) {
-		char keep[512];
-		snprintf(keep, sizeof keep, "%s", rgaps_rmw_last_error());
 		rgapsgo_gpu_discard(d->go, id);
-		rgaps_set_error(keep);
-		return rc;
+		FAIL(RMW_RET_INVALID_ARGUMENT, "ros_message argument is null");
 	}
-	rc = rgapsgo_gpu_publish(d->go, id, meta, n, (uintptr_t)stream, stream == RGAPS_GPU_SYNC_CONTEXT);
-	free(meta);
-	return rc;
+	return publish_split(d, ros_message, NULL, 0, field, id, stream);
+}
+
+int32_t rgaps_gpu_publisher_publish_serialized_v1(const void *publisher, const uint8_t *cdr, size_t len,
+	const char *field, rgaps_gpu_loan_v1 *loan, void *stream)
+{
+	RGAPS_GO_CALLS;
+	const rmw_publisher_t *p = publisher;
+	PUB(p, d);
+	ARG(loan, RMW_RET_INVALID_ARGUMENT);
+	uint64_t id = loan->id;
+	loan->id = 0;
+	return publish_split(d, NULL, cdr, len, field, id, stream);
 }
 
 int32_t rgaps_gpu_subscription_set_device_v1(const void *subscription, const char *field)

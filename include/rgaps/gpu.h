@@ -5,8 +5,8 @@
  * them: ROS 2's rmw_implementation loads the rmw at run time, so a program
  * (or rgaps/gpu.hpp, or the rgaps_gpu Python module) finds them with
  * dlopen("librmw_rgaps.so", RTLD_NOLOAD | RTLD_LAZY) and dlsym, after it has
- * checked that an rmw handle's implementation_identifier is "rmw_rgaps".
- * rgaps_gpu_resolve_v1() below does exactly that.
+ * checked that an rmw handle's implementation_identifier is "rmw_rgaps"
+ * (rgaps/gpu_core.hpp's rgaps::Api does exactly that).
  *
  * Version: RGAPS_GPU_ABI_VERSION. The names carry the version they belong
  * to (_v1); rgaps_gpu_abi_version() says the newest the library has. A later
@@ -101,6 +101,13 @@ int32_t rgaps_gpu_publisher_borrow_v1(const void *publisher, uint64_t size, rgap
  * consumed whatever the result. */
 int32_t rgaps_gpu_publisher_publish_v1(const void *publisher, const void *ros_message, const char *field,
 	rgaps_gpu_loan_v1 *loan, void *stream);
+
+/* The same with the other fields already serialised: cdr[0:len] is the
+ * message in CDR (rmw_serialize, rclpy.serialization.serialize_message),
+ * encapsulation header first, its device field best left empty (its
+ * content is ignored). What the rgaps_gpu Python module uses. */
+int32_t rgaps_gpu_publisher_publish_serialized_v1(const void *publisher, const uint8_t *cdr, size_t len,
+	const char *field, rgaps_gpu_loan_v1 *loan, void *stream);
 
 /* Gives an unpublished loan back. */
 int32_t rgaps_gpu_publisher_discard_v1(const void *publisher, rgaps_gpu_loan_v1 *loan);
