@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
@@ -268,11 +269,13 @@ func TestBadRingOffer(t *testing.T) {
 			t control.MsgType
 			v any
 		}{
-			{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Base: 1 << 20, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
-			{msgRingOffer, ringOffer{Ring: 2, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 4096}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
-			{msgRingOffer, ringOffer{Ring: 3, ReaderEpoch: 1, Size: 1000, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
-			{msgRingOffer, ringOffer{Ring: 4, ReaderEpoch: 1, Size: 1 << 16, Mode: uint8(ring.WriteTwice), TailOff: 1 << 16, Region: region{Len: 1 << 16}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
-			{msgRingOffer, ringOffer{Ring: 5, ReaderEpoch: 1, Size: 1 << 16, Region: region{Len: 1 << 16}, Provider: "fabric:verbs", Addr: "127.0.0.1:1"}},
+			{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Base: 1 << 20, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			{msgRingOffer, ringOffer{Ring: 2, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 4096}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			{msgRingOffer, ringOffer{Ring: 3, ReaderEpoch: 1, Size: 1000, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			{msgRingOffer, ringOffer{Ring: 4, ReaderEpoch: 1, Size: 1 << 16, Mode: uint8(ring.WriteTwice), TailOff: 1 << 16, Region: region{Len: 1 << 16}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			{msgRingOffer, ringOffer{Ring: 5, ReaderEpoch: 1, Size: 1 << 16, Region: region{Len: 1 << 16}, Provider: "fabric:verbs", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			// A version 1 reader's offer: no ring_version.
+			{msgRingOffer, ringOffer{Ring: 6, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
 			{msgRingAccept, ringAccept{Ring: 77}},
 			{msgTopicMap, topicMap{Ring: 78, ID: 1, Topic: "/x", Type: "a/msg/B"}},
 			{msgInterest, map[string]any{"topics": []map[string]any{{"topic": "", "type": ""}}}},
@@ -291,7 +294,7 @@ func TestBadRingOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"outside the 1048576-byte registered region", "outside the 4096-byte registered region",
-		"not a multiple of 64", "tail slot", "uses provider fabric:verbs", "unknown ring 77", "unknown ring 78", "interest: ", "graph endpoint", "unknown message type 99"} {
+		"not a multiple of 64", "tail slot", "uses provider fabric:verbs", "reads ring wire format version 0", "unknown ring 77", "unknown ring 78", "interest: ", "graph endpoint", "unknown message type 99"} {
 		testutil.Eventually(t, 10*time.Second, "refusal logged: "+want, func() bool { return strings.Contains(logb.String(), want) })
 	}
 	// a2 is still alive and a/b still work.

@@ -86,6 +86,9 @@ func TestGPUAcrossHosts(t *testing.T) {
 		if _, err := cpa.CopyIn(l, 0, bufa[:n]); err != nil {
 			t.Fatal(err)
 		}
+		if err := l.SetMeta(metaOf(i)); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.Publish(); err != nil { // waits for the copy: bufa is free again
 			t.Fatal(err)
 		}
@@ -104,6 +107,9 @@ func TestGPUAcrossHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkMeta(smp, metaOf(i), i); err != nil {
 			t.Fatal(err)
 		}
 		smp.Return()
@@ -227,9 +233,10 @@ func dropReaderLinks(br *Bridge) {
 }
 
 // The staged publish path without a GPU: records of many sizes (odd ones,
-// one-chunk and many-chunk, more in flight than staging slots) arrive
-// intact and in order, also across data-link failures (resent records are
-// staged again), in both ring modes.
+// one-chunk and many-chunk, more in flight than staging slots), two in
+// three with meta (records of meta only, of meta and payload, of payload
+// only), arrive intact and in order, also across data-link failures
+// (resent records are staged again), in both ring modes.
 func TestStagedPayloads(t *testing.T) {
 	for _, c := range []struct {
 		prov string
@@ -285,7 +292,7 @@ func TestStagedPayloads(t *testing.T) {
 			}()
 			go func() {
 				for i := range count {
-					if err := pub.Publish(stagedMsg(i, sizes[i%len(sizes)])); err != nil {
+					if err := publishWithMeta(pub, stagedMsg(i, sizes[i%len(sizes)]), metaOf(i)); err != nil {
 						errc <- fmt.Errorf("publish %d: %w", i, err)
 						return
 					}
@@ -304,6 +311,9 @@ func TestStagedPayloads(t *testing.T) {
 						got = int(binary.LittleEndian.Uint32(smp.Bytes()))
 					}
 					t.Fatalf("message %d: got %d bytes (index %d), want %d", i, smp.Size(), got, len(want))
+				}
+				if err := checkMeta(smp, metaOf(i), i); err != nil {
+					t.Fatal(err)
 				}
 				smp.Return()
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
@@ -141,7 +142,7 @@ func TestHostilePeerFlood(t *testing.T) {
 	}{
 		{msgInterest, interestMsg{Topics: topics}},
 		{msgInterest, interestMsg{Topics: []topicInterest{{Topic: "/ok", Type: "a/msg/B", Depth: 1 << 30}}}},
-		{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: strings.Repeat("x", 512<<10)}},
+		{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: strings.Repeat("x", 512<<10), RingVersion: ring.Version}},
 		{msgRingAccept, ringAccept{Ring: mine.Ring, ReaderEpoch: mine.ReaderEpoch, Offer: mine.Offer}},
 		{msgRingAccept, ringAccept{Ring: 1 << 31}},
 		{msgTopicMap, topicMap{Ring: mine.Ring, ReaderEpoch: mine.ReaderEpoch, ID: 0, Topic: "/m", Type: "a/msg/B", QoS: encodeQoS(reliable())}},
@@ -165,7 +166,7 @@ func TestHostilePeerFlood(t *testing.T) {
 		hostile = append(hostile, struct {
 			typ control.MsgType
 			v   any
-		}{msgRingOffer, ringOffer{Ring: 1, Topic: name, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1"}})
+		}{msgRingOffer, ringOffer{Ring: 1, Topic: name, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}})
 	}
 	for i, m := range hostile {
 		before := refused()
@@ -187,7 +188,7 @@ func TestHostilePeerFlood(t *testing.T) {
 	const offers = 5000
 	for i := 1; i <= offers; i++ {
 		evil.send(t, msgRingOffer, ringOffer{Ring: uint32(i), ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20},
-			Provider: "plaintcp", Addr: "127.0.0.1:1", Offer: 1})
+			Provider: "plaintcp", Addr: "127.0.0.1:1", Offer: 1, RingVersion: ring.Version})
 	}
 	for id := uint32(1); id <= 6000; id++ {
 		evil.send(t, msgTopicMap, topicMap{Ring: mine.Ring, ReaderEpoch: mine.ReaderEpoch, ID: id, Topic: fmt.Sprintf("/m%d", id), Type: "a/msg/B", QoS: encodeQoS(reliable())})

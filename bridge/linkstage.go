@@ -193,7 +193,8 @@ func (l *writerLink) stage(f *flight) (bool, error) {
 			return false, nil
 		}
 	}
-	if err := st.cp.start(i, s.buf[:f.hdr.PayloadLen], f.smp, f.off); err != nil {
+	off, n := f.dataSpan()
+	if err := st.cp.start(i, s.buf[:n], f.smp, off); err != nil {
 		return false, fmt.Errorf("topic %s: staging chunk %d: %w", f.ot.name, f.hdr.Chunk, err)
 	}
 	s.state = slotStaged
@@ -211,7 +212,7 @@ func (l *writerLink) stageAhead() error {
 	}
 	for ; l.ss < len(l.fl); l.ss++ {
 		f := &l.fl[l.ss]
-		if f.slot != 0 || !stages(f.ot, f.smp) {
+		if f.slot != 0 || !f.needsStage() {
 			continue
 		}
 		if err := l.ensureStaging(); err != nil {
@@ -230,8 +231,12 @@ func (l *writerLink) stageAhead() error {
 	}
 	for m.staged < m.chunks {
 		f := l.chunkFlight(m, m.staged)
-		if ok, err := l.stage(&f); err != nil || !ok {
-			return err
+		// A chunk of meta only has nothing to copy, but keeps its place
+		// in the order of the chunks to post.
+		if f.needsStage() {
+			if ok, err := l.stage(&f); err != nil || !ok {
+				return err
+			}
 		}
 		l.pend = append(l.pend, f)
 		m.staged++
@@ -240,10 +245,10 @@ func (l *writerLink) stageAhead() error {
 }
 
 // payloadReady reports whether f can be posted: its payload is in the
-// pool, or staged and its copy done.
+// pool, or staged and its copy done (or it carries meta only).
 func (l *writerLink) payloadReady(f *flight) (bool, error) {
 	if f.slot == 0 {
-		return !stages(f.ot, f.smp), nil
+		return !f.needsStage(), nil
 	}
 	return l.stg.cp.done(f.slot - 1)
 }
@@ -256,8 +261,14 @@ func (l *writerLink) unstage() {
 			l.b.log.Error("waiting for staging copies", "peer", l.host, "ring", l.id, "err", err)
 		}
 		// They are the latest slots handed out: hand them out again next.
-		l.stg.next = l.pend[0].slot - 1
+		first := true
 		for _, f := range l.pend {
+			if f.slot == 0 {
+				continue // meta only
+			}
+			if first {
+				l.stg.next, first = f.slot-1, false
+			}
 			l.stg.slots[f.slot-1].state = slotFree
 		}
 		l.pend = l.pend[:0]

@@ -105,6 +105,10 @@ type ringOffer struct {
 	// Offer numbers the reader's offers of this ring: the accept names
 	// the one it answers, so a late answer to an older offer is ignored.
 	Offer uint64 `json:"offer"`
+	// RingVersion is the ring wire format the reader reads (ring.Version);
+	// the writer refuses another (absent: a reader of version 1, which
+	// knows no META records).
+	RingVersion uint8 `json:"ring_version"`
 }
 
 // config is the ring configuration the offer describes.
@@ -117,9 +121,15 @@ func (o *ringOffer) config() ring.Config {
 // names: a ring or tail slot outside the registered region is refused
 // before anything is written.
 func (o *ringOffer) validate() (ring.Config, error) {
+	if o.RingVersion != ring.Version {
+		return ring.Config{}, fmt.Errorf("%w: ring %d: the peer reads ring wire format version %d (0: version 1), this side writes version %d: run the same rgaps release on both hosts", ErrBadOffer, o.Ring, o.RingVersion, ring.Version)
+	}
 	c, err := o.config().Validate()
 	if err != nil {
 		return c, fmt.Errorf("ring %d: %w", o.Ring, err)
+	}
+	if c.MaxChunk < ring.MetaLenSize {
+		return c, fmt.Errorf("%w: ring %d: max chunk %d cannot hold a message's meta length word (%d bytes)", ErrBadOffer, o.Ring, c.MaxChunk, ring.MetaLenSize)
 	}
 	if o.Region.Len < o.Base || o.Region.Len-o.Base < o.Size {
 		return c, fmt.Errorf("%w: ring %d of %d bytes at base %d lies outside the %d-byte registered region", ErrBadOffer, o.Ring, o.Size, o.Base, o.Region.Len)

@@ -13,12 +13,16 @@ import (
 )
 
 // Layout of a writer's registered memory (local): the DelayedHead word the
-// reader writes back into, then per in-flight record a header slot, a pad
-// header slot (write-twice) and a tail word (write-twice).
+// reader writes back into, then per in-flight record a header slot
+// followed by the meta length word (a message's first record, when it
+// carries meta: written with the header, §3.7), a pad header slot
+// (write-twice) and a tail word (write-twice), 64 bytes each.
 const (
 	wHeadOff  = 0
 	wSlotsOff = 4096
-	wSlotSize = 3 * ring.HeaderSize
+	wPadOff   = 2 * ring.HeaderSize // in a slot
+	wTailOff  = 3 * ring.HeaderSize // in a slot
+	wSlotSize = 4 * ring.HeaderSize
 	wLocalLen = wSlotsOff + maxInFlight*wSlotSize
 )
 
@@ -95,7 +99,8 @@ type flight struct {
 	ot      *outTopic
 	smp     *zerocopy.Sample
 	hdr     ring.Header
-	off     uint64 // payload offset in the message
+	off     uint64 // offset of the record's bytes in the message's byte stream
+	prefix  uint64 // the message's meta prefix (ring.MetaPrefix): its payload starts there
 	lastRec bool
 	slot    int // staging slot + 1 holding the payload copy; 0: none (yet)
 }
@@ -104,6 +109,8 @@ type flight struct {
 type message struct {
 	ot     *outTopic
 	smp    *zerocopy.Sample
+	size   uint64 // its byte stream: meta prefix, then payload
+	prefix uint64 // ring.MetaPrefix of the sample's meta
 	chunks uint32
 	next   uint32 // next chunk to post
 	seq    uint64
@@ -480,16 +487,18 @@ func (l *writerLink) next() bool {
 			continue // no data, or all our holds in use until acks come
 		}
 		l.rr = (l.rr + i + 1) % len(l.order)
-		chunks, err := l.w.Chunks(uint64(smp.Size()))
+		prefix := ring.MetaPrefix(len(smp.Meta()))
+		size := prefix + uint64(smp.Size())
+		chunks, err := l.w.Chunks(size)
 		if err != nil {
-			l.b.log.Error("message refused", "topic", ot.name, "size", smp.Size(), "err", err)
+			l.b.log.Error("message refused", "topic", ot.name, "size", size, "err", err)
 			l.stats.Dropped.Add(1)
 			smp.Return()
 			continue
 		}
 		ot.seq++
 		ot.refs++
-		l.cur = &message{ot: ot, smp: smp, chunks: chunks, seq: ot.seq, stage: stages(ot, smp)}
+		l.cur = &message{ot: ot, smp: smp, size: size, prefix: prefix, chunks: chunks, seq: ot.seq, stage: stages(ot, smp)}
 		return true
 	}
 	return false
@@ -565,11 +574,31 @@ func (l *writerLink) writeChunk() (ok bool, err error) {
 
 // chunkFlight is the flight of chunk c of m.
 func (l *writerLink) chunkFlight(m *message, c uint32) flight {
-	off, n := l.w.ChunkSpan(uint64(m.smp.Size()), c)
+	off, n := l.w.ChunkSpan(m.size, c)
 	info := m.smp.Info()
-	return flight{ot: m.ot, smp: m.smp, off: off, lastRec: c == m.chunks-1,
+	return flight{ot: m.ot, smp: m.smp, off: off, prefix: m.prefix, lastRec: c == m.chunks-1,
 		hdr: ring.Header{Topic: m.ot.id, Chunk: c, Chunks: m.chunks, Seq: m.seq, PayloadLen: n,
-			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher}}
+			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher, Meta: m.prefix > 0}}
+}
+
+// dataSpan is the part of f's record that is payload: its offset in the
+// sample's payload and its length (0: the record carries meta only).
+func (f *flight) dataSpan() (off, n uint64) {
+	start, end := max(f.off, f.prefix), f.off+f.hdr.PayloadLen
+	if end <= start {
+		return 0, 0
+	}
+	return start - f.prefix, end - start
+}
+
+// metaSpan is the part of f's record that is meta bytes (after the length
+// word): its offset in the sample's meta and its length.
+func (f *flight) metaSpan() (off, n uint64) {
+	start, end := max(f.off, ring.MetaLenSize), min(f.off+f.hdr.PayloadLen, f.prefix)
+	if f.prefix == 0 || end <= start {
+		return 0, 0
+	}
+	return start - ring.MetaLenSize, end - start
 }
 
 // post reserves ring space for a record and writes it: the header (and in
@@ -598,7 +627,7 @@ func (l *writerLink) post(f *flight) (bool, error) {
 	base := l.cfg.Base
 	twice := l.cfg.Mode == ring.WriteTwice
 	if twice && s.Pad > 0 {
-		pb := mem[slot+ring.HeaderSize : slot+2*ring.HeaderSize]
+		pb := mem[slot+wPadOff : slot+wPadOff+ring.HeaderSize]
 		if err := l.w.PutPad(pb, s); err != nil {
 			return false, err
 		}
@@ -606,34 +635,29 @@ func (l *writerLink) post(f *flight) (bool, error) {
 			return false, err
 		}
 	}
-	if err := l.ep.Write(hb, l.local, l.remote, base+s.Offset); err != nil {
-		return false, err
-	}
-	var src []byte
-	reg := f.ot.reg
-	if f.slot != 0 {
-		src, reg = l.stg.slots[f.slot-1].buf[:f.hdr.PayloadLen], l.stg.reg
-	} else {
-		payload := f.smp.Bytes()
-		if payload == nil || f.off+f.hdr.PayloadLen > uint64(len(payload)) {
-			return false, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
-		}
-		src = payload[f.off : f.off+f.hdr.PayloadLen]
-	}
-	dst := base + s.Offset + ring.HeaderSize
-	if twice {
-		err = l.ep.Write(src, reg, l.remote, dst)
-	} else {
-		err = l.ep.WriteImm(src, reg, l.remote, dst, s.Imm)
-	}
+	parts, err := l.recordParts(f, mem[slot:slot+wPadOff])
 	if err != nil {
 		return false, err
+	}
+	// The record's writes in ring order; the last one carries the
+	// immediate (write-imm), so the reader sees the record whole.
+	dst := base + s.Offset
+	for i, p := range parts {
+		if i == len(parts)-1 && !twice {
+			err = l.ep.WriteImm(p.src, p.reg, l.remote, dst, s.Imm)
+		} else {
+			err = l.ep.Write(p.src, p.reg, l.remote, dst)
+		}
+		if err != nil {
+			return false, err
+		}
+		dst += uint64(len(p.src))
 	}
 	if err := l.w.Commit(s, &f.hdr); err != nil {
 		return false, err
 	}
 	if twice {
-		tb := mem[slot+2*ring.HeaderSize : slot+2*ring.HeaderSize+ring.WordSize]
+		tb := mem[slot+wTailOff : slot+wTailOff+ring.WordSize]
 		l.w.PutTail(tb)
 		if err := l.ep.Write(tb, l.local, l.remote, l.tailOff); err != nil {
 			return false, err

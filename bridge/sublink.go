@@ -66,6 +66,10 @@ type inTopic struct {
 	err       error // why the publisher could not be created (messages dropped)
 	loan      *zerocopy.Loan
 	dropping  bool // the current message is being dropped (no loan)
+	// prefix and meta: the current message's meta prefix (§3.7; 0: none)
+	// and the buffer its meta bytes are gathered in.
+	prefix uint64
+	meta   []byte
 }
 
 // newReaderLocked creates a reader link for a peer and returns the
@@ -210,7 +214,8 @@ func (l *readerLink) open(*inbox) error {
 	}
 	o := ringOffer{Ring: l.id, Topic: l.only, ReaderEpoch: l.epoch, Size: l.cfg.Size, MaxChunk: l.cfg.MaxChunk,
 		Mode: uint8(l.cfg.Mode), Watermark: uint8(l.cfg.Watermark), CompactImm: l.cfg.CompactImm,
-		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, Offer: l.offers}
+		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, Offer: l.offers,
+		RingVersion: ring.Version}
 	if !b.send(c, msgRingOffer, o) {
 		return errors.New("no control connection to the peer")
 	}
@@ -385,7 +390,8 @@ type placing struct {
 	last bool                 // completes its message
 	size uint64               // the message's size, when last
 	loan *zerocopy.Loan
-	drop bool // the message is dropped (no loan)
+	meta []byte // the message's meta, when last (nil: none)
+	drop bool   // the message is dropped (no loan)
 }
 
 // deliver starts placing one record: a host loan gets a plain copy, a
@@ -416,33 +422,46 @@ func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
 		return false, err
 	}
 	if rec.Chunk == 0 {
-		t.dropping = false
+		t.dropping, t.prefix, t.meta = false, 0, nil
 		if t.loan != nil { // cannot happen with a valid stream: Assembler refuses it
 			t.loan.Discard()
 			t.loan = nil
 		}
-		if t.pub == nil {
+		size, err := l.startMeta(t, rec)
+		switch {
+		case err != nil:
+			l.b.log.Warn("bad meta in a message from another host: dropped", "topic", t.name, "err", err)
 			t.dropping = true
-		} else if ln, err := l.loan(t, ring.SizeHint(rec)); err != nil {
-			l.b.log.Warn("no room for a message from another host: dropped", "topic", t.name, "size", ring.SizeHint(rec), "err", err)
+		case t.pub == nil:
 			t.dropping = true
-		} else {
-			t.loan = ln
+		default:
+			if ln, err := l.loan(t, size); err != nil {
+				l.b.log.Warn("no room for a message from another host: dropped", "topic", t.name, "size", size, "err", err)
+				t.dropping = true
+			} else {
+				t.loan = ln
+			}
 		}
 	}
-	p := placing{rec: *rec, t: t, last: done, size: off + rec.PayloadLen, drop: t.dropping}
+	p := placing{rec: *rec, t: t, last: done, drop: t.dropping}
+	if done && off+rec.PayloadLen > t.prefix {
+		p.size = off + rec.PayloadLen - t.prefix
+	}
 	if !t.dropping {
 		src := l.r.Payload(rec)
-		if t.loan.OnDevice() {
-			if err := l.copyAsync(t.loan, off, src, &p); err != nil {
-				return false, fmt.Errorf("topic %s: placing a message on the GPU: %w", t.name, err)
+		t.gatherMeta(off, src)
+		if doff, data := payloadPart(off, t.prefix, src); len(data) > 0 {
+			if t.loan.OnDevice() {
+				if err := l.copyAsync(t.loan, doff, data, &p); err != nil {
+					return false, fmt.Errorf("topic %s: placing a message on the GPU: %w", t.name, err)
+				}
+			} else if err := t.loan.CopyIn(int(doff), data); err != nil {
+				return false, fmt.Errorf("topic %s: placing a message: %w", t.name, err)
 			}
-		} else if err := t.loan.CopyIn(int(off), src); err != nil {
-			return false, fmt.Errorf("topic %s: placing a message: %w", t.name, err)
 		}
 	}
 	if done {
-		p.loan, t.loan, t.dropping = t.loan, nil, false
+		p.loan, p.meta, t.loan, t.meta, t.dropping = t.loan, t.meta, nil, nil, false
 	}
 	l.placing = append(l.placing, p)
 	return true, nil
@@ -513,6 +532,14 @@ func (l *readerLink) publish(p *placing) {
 		l.stats.Dropped.Add(1)
 		l.b.log.Warn("placing a message from another host", "topic", p.t.name, "err", err)
 		return
+	}
+	if p.meta != nil {
+		if err := ln.SetMeta(p.meta); err != nil {
+			ln.Discard()
+			l.stats.Dropped.Add(1)
+			l.b.log.Warn("placing the meta of a message from another host", "topic", p.t.name, "err", err)
+			return
+		}
 	}
 	if err := ln.PublishAs(zerocopy.Origin{Timestamp: time.Unix(0, p.rec.Timestamp), GID: zerocopy.GID(p.rec.GID)}); err != nil {
 		l.stats.Dropped.Add(1)

@@ -18,6 +18,7 @@ type asmState struct {
 	next   uint32 // next chunk index expected
 	count  uint32
 	chunk  uint64 // payload length of every chunk but the last
+	meta   bool   // the message's records carry the META flag
 	active bool
 }
 
@@ -53,11 +54,11 @@ func (a *Assembler) Add(rec *Record) (off uint64, done bool, err error) {
 		if rec.PayloadLen == 0 {
 			return 0, false, fmt.Errorf("%w: topic %d seq %d: empty first chunk of %d", ErrProtocol, rec.Topic, rec.Seq, rec.Chunks)
 		}
-		*st = asmState{seq: rec.Seq, next: 1, count: rec.Chunks, chunk: rec.PayloadLen, active: true}
+		*st = asmState{seq: rec.Seq, next: 1, count: rec.Chunks, chunk: rec.PayloadLen, meta: rec.Meta, active: true}
 		return 0, false, nil
 	}
-	if !st.active || rec.Seq != st.seq || rec.Chunk != st.next || rec.Chunks != st.count {
-		return 0, false, fmt.Errorf("%w: topic %d: got seq %d chunk %d of %d, expected seq %d chunk %d of %d", ErrProtocol, rec.Topic, rec.Seq, rec.Chunk, rec.Chunks, st.seq, st.next, st.count)
+	if !st.active || rec.Seq != st.seq || rec.Chunk != st.next || rec.Chunks != st.count || rec.Meta != st.meta {
+		return 0, false, fmt.Errorf("%w: topic %d: got seq %d chunk %d of %d (meta %v), expected seq %d chunk %d of %d (meta %v)", ErrProtocol, rec.Topic, rec.Seq, rec.Chunk, rec.Chunks, rec.Meta, st.seq, st.next, st.count, st.meta)
 	}
 	last := rec.Chunk == rec.Chunks-1
 	if (!last && rec.PayloadLen != st.chunk) || (last && (rec.PayloadLen == 0 || rec.PayloadLen > st.chunk)) {

@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 )
 
-// Wire format, version 1. This comment is the reference; it is written so
+// Wire format, version 2. This comment is the reference; it is written so
 // that it can be copied into docs/ARCHITECTURE.md as is.
 //
 // # Ring
@@ -47,8 +47,10 @@ import (
 //	  0   4 header CRC  CRC-32C (Castagnoli) of bytes 8…63 (the magic is
 //	                    checked for its exact value instead)
 //	  4   4 magic       0x42524752 ("RGRB" in memory order)
-//	  8   1 version     1
-//	  9   1 flags       bit 0: PAD record (WriteTwice gap filler); others 0
+//	  8   1 version     2 (version 1 had no META flag; each side refuses
+//	                    the other's records, and offers carry the version)
+//	  9   1 flags       bit 0: PAD record (WriteTwice gap filler);
+//	                    bit 1: META (below); others 0
 //	 10   2 lap         (position / Size) mod 65536: rejects a stale header
 //	                    left from an earlier pass over the ring
 //	 12   4 topic id    the ring's topic number (control plane assigns)
@@ -67,7 +69,24 @@ import (
 //	 48  16 GID         publisher GID
 //
 // A PAD record has topic, chunk fields, sequence, timestamp and GID zero and
-// payload = gap − 64, so that it ends exactly at the end of the ring.
+// payload = gap − 64, so that it ends exactly at the end of the ring; its
+// META bit is 0.
+//
+// # Messages with meta (version 2)
+//
+// A message whose sample carries a meta block (zerocopy's Sample.Meta: a
+// small side block, the rest of a ROS message whose large array is the
+// payload) is sent as one byte stream, prefix then payload:
+//
+//	| meta length M (u32 LE, 1 … 65536) | M meta bytes | payload |
+//
+// chunked as any message (chunk i at stream offset i·C), with the META
+// bit set in every record of it (the Assembler refuses a message whose
+// records disagree). The receiver reads M from the first 4 bytes of chunk
+// 0 (the bridge refuses offers with MaxChunk < 4, so they are there), sizes the payload as SizeHint −
+// (4 + M), and splits each chunk at stream offset 4 + M: bytes before it
+// are meta, bytes after it payload at stream offset − (4 + M). A message
+// without meta has the bit clear and no prefix, as in version 1.
 //
 // # Immediate data (8 bytes, little-endian uint64), WriteImm mode
 //
@@ -127,7 +146,7 @@ import (
 //     beyond the last one consumed for their topic as duplicates.
 
 // Version is the wire-format version written in every record header.
-const Version = 1
+const Version = 2
 
 // HeaderSize is the size of a record header.
 const HeaderSize = 64
@@ -148,7 +167,8 @@ const (
 	offTime    = 40
 	offGID     = 48
 
-	flagPad = 1 << 0
+	flagPad  = 1 << 0
+	flagMeta = 1 << 1
 
 	immLenMask = 1<<31 - 1
 	immWrap    = 1 << 31
@@ -168,16 +188,38 @@ type Header struct {
 	PayloadLen uint64   // payload bytes in this record
 	Timestamp  int64    // source timestamp, ns since the Unix epoch
 	GID        [16]byte // publisher GID
+	// Meta: the message's byte stream begins with the meta prefix (u32
+	// length, meta bytes) before its payload (flag bit 1).
+	Meta bool
 }
+
+// MetaPrefix is the length of the meta prefix of a message with metaLen
+// meta bytes: 0 without meta.
+func MetaPrefix(metaLen int) uint64 {
+	if metaLen == 0 {
+		return 0
+	}
+	return MetaLenSize + uint64(metaLen)
+}
+
+// MetaLenSize is the size of the meta length word that begins the byte
+// stream of a message with meta.
+const MetaLenSize = 4
+
+// MaxMeta is the largest meta block a message may carry (zerocopy.MaxMeta).
+const MaxMeta = 64 << 10
 
 // headerCRC covers bytes 8…63: one contiguous span (half the cost of two)
 // of seven aligned 64-bit words, which putHeader stores whole, so that the
 // CRC's 8-byte loads are forwarded from single stores.
 func headerCRC(b []byte) uint32 { return crc32.Checksum(b[8:HeaderSize], castagnoli) }
 
-// putHeader writes a version-1 header into b[:64].
+// putHeader writes a header into b[:64].
 func putHeader(b []byte, h *Header, flags uint8, lap uint16) {
 	b = b[:HeaderSize]
+	if h.Meta {
+		flags |= flagMeta
+	}
 	// Whole 64-bit words (see headerCRC): version, flags, lap, topic at 8;
 	// chunk index and count at 16.
 	le.PutUint64(b[8:], Version|uint64(flags)<<8|uint64(lap)<<16|uint64(h.Topic)<<32)
@@ -208,9 +250,10 @@ func parseHeader(b []byte, h *Header) (flags uint8, lap uint16, err error) {
 		return 0, 0, fmt.Errorf("%w: header CRC %#x, computed %#x", ErrCorrupt, got, want)
 	}
 	flags = b[offFlags]
-	if flags&^flagPad != 0 {
+	if flags&^(flagPad|flagMeta) != 0 {
 		return 0, 0, fmt.Errorf("%w: unknown flags %#x", ErrCorrupt, flags)
 	}
+	h.Meta = flags&flagMeta != 0
 	h.Topic = le.Uint32(b[offTopic:])
 	h.Chunk = le.Uint32(b[offChunk:])
 	h.Chunks = le.Uint32(b[offChunks:])

@@ -3,6 +3,7 @@ package ring
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -129,7 +130,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if err != nil || got != h || flags != 0 || lap != 513 {
 		t.Fatalf("parse: %+v flags %d lap %d err %v", got, flags, lap, err)
 	}
-	if string(b[offMagic:offMagic+4]) != "RGRB" || b[offVersion] != 1 {
+	if string(b[offMagic:offMagic+4]) != "RGRB" || b[offVersion] != 2 {
 		t.Fatalf("magic/version bytes % x", b[:5])
 	}
 	for i := range HeaderSize { // every single-bit flip is caught
@@ -142,9 +143,15 @@ func TestHeaderRoundTrip(t *testing.T) {
 		}
 	}
 	c := b
-	c[offVersion] = 2
-	if _, _, err := parseHeader(c[:], &Header{}); !errors.Is(err, ErrVersion) {
-		t.Fatalf("version 2: %v", err)
+	c[offVersion] = 1 // before META: refused, not misread
+	if _, _, err := parseHeader(c[:], &Header{}); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "record version 1, want 2") {
+		t.Fatalf("version 1: %v", err)
+	}
+	m := h
+	m.Meta = true
+	putHeader(c[:], &m, 0, 513)
+	if flags, _, err := parseHeader(c[:], &got); err != nil || got != m || flags != flagMeta {
+		t.Fatalf("meta header: %+v flags %d err %v", got, flags, err)
 	}
 	if _, _, err := parseHeader(b[:63], &Header{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short header: %v", err)
@@ -516,6 +523,11 @@ func TestAssemblerErrors(t *testing.T) {
 		if _, _, err := a.Add(bad); !errors.Is(err, ErrProtocol) {
 			t.Fatalf("Add(%+v) mid-message: %v", bad.Header, err)
 		}
+	}
+	withMeta := rec(1, 1, 3, 10)
+	withMeta.Meta = true
+	if _, _, err := a.Add(withMeta); !errors.Is(err, ErrProtocol) {
+		t.Fatal("a chunk with META in a message without it accepted")
 	}
 	mustAdd(rec(1, 1, 3, 10))
 	if _, _, err := a.Add(rec(1, 2, 3, 11)); !errors.Is(err, ErrProtocol) {

@@ -197,6 +197,10 @@ func (s *sim) publish() {
 	s.published++
 }
 
+// simMeta says which messages are sent as messages with meta (the META
+// flag on every record): every third.
+func simMeta(seq uint64) bool { return seq%3 == 0 }
+
 func (s *sim) hasWork() bool { return len(s.retx) > 0 || s.cur != nil || len(s.queue) > 0 }
 
 // writeOne writes the next record: a retransmission, the next chunk of the
@@ -229,6 +233,7 @@ func (s *sim) writeOne() bool {
 	h.PayloadLen = n
 	h.Timestamp = int64(h.Seq) * 1000
 	h.GID[0] = byte(h.Topic)
+	h.Meta = simMeta(h.Seq)
 	slot, err := s.w.Reserve(RecordLen(n))
 	if errors.Is(err, ErrFull) {
 		s.stats.fulls++
@@ -332,7 +337,7 @@ func (s *sim) consumeOne() {
 		}
 		buf = append(buf, payload...)
 		s.partial[rec.Topic] = buf
-		if rec.Timestamp != int64(rec.Seq)*1000 || rec.GID[0] != byte(rec.Topic) {
+		if rec.Timestamp != int64(rec.Seq)*1000 || rec.GID[0] != byte(rec.Topic) || rec.Meta != simMeta(rec.Seq) {
 			s.fatalf("header fields of %+v", rec.Header)
 		}
 		if done {
