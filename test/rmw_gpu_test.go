@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
@@ -67,9 +68,24 @@ func TestRmwGPU(t *testing.T) {
 
 // rmwGPUTwoHosts: a publisher of device loans on host a, an ordinary and a
 // device subscriber on host b, daemons bridging them over libfabric tcp
-// between two network namespaces.
+// between two network namespaces; where this process cannot make
+// namespaces (no ip(8), not root: the GPU machine), between two daemons on
+// loopback with their own shared-memory prefixes, which is all a host is to
+// the engine.
 func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
-	hosts := testutil.NewHosts(t)
+	ns, addr, port := [2]string{}, [2]string{"127.0.0.1", "127.0.0.1"}, [2]string{"7791", "7792"}
+	if why := netns.Unavailable(); why == "" {
+		hosts := testutil.NewHosts(t)
+		ns, addr, port = hosts.NS, hosts.Addr, [2]string{"7790", "7790"}
+	} else {
+		t.Logf("two daemons on loopback: %s for network namespaces", why)
+	}
+	wrap := func(i int, argv ...string) []string {
+		if ns[i] == "" {
+			return argv
+		}
+		return append([]string{"ip", "netns", "exec", ns[i]}, argv...)
+	}
 	dir := t.TempDir()
 	secret, err := daemonproc.WriteSecret(dir)
 	if err != nil {
@@ -82,13 +98,13 @@ func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
 			"RGAPS_DAEMON="+os.Args[0], "RGAPS_DAEMON_IDLE=0")
 	}
 	for _, i := range []int{1, 0} {
-		args := []string{"netns", "exec", hosts.NS[i], os.Args[0], "daemon", "-domain", strconv.Itoa(dom),
-			"-listen", net.JoinHostPort(hosts.Addr[i], "7790"), "-secret-file", secret,
-			"-host-id", "gpu-host-" + strconv.Itoa(i), "-provider", "fabric:tcp"}
+		args := wrap(i, os.Args[0], "daemon", "-domain", strconv.Itoa(dom),
+			"-listen", net.JoinHostPort(addr[i], port[i]), "-secret-file", secret,
+			"-host-id", "gpu-host-"+strconv.Itoa(i), "-provider", "fabric:tcp")
 		if i == 0 {
-			args = append(args, "-peers", net.JoinHostPort(hosts.Addr[1], "7790"))
+			args = append(args, "-peers", net.JoinHostPort(addr[1], port[1]))
 		}
-		cmd := exec.Command("ip", args...)
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Env = env[i]
 		d, err := daemonproc.Start(fmt.Sprintf("the daemon of host %d", i), cmd, filepath.Join(dir, fmt.Sprintf("daemon%d.log", i)))
 		if err != nil {
@@ -106,7 +122,8 @@ func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
 		}
 	}
 	in := func(i int, args ...string) (*capiProc, func()) {
-		p, stdin := rmwStart(t, env[i], "ip", append([]string{"netns", "exec", hosts.NS[i], k.progs["rmw_gpu"]}, args...)...)
+		argv := wrap(i, append([]string{k.progs["rmw_gpu"]}, args...)...)
+		p, stdin := rmwStart(t, env[i], argv[0], argv[1:]...)
 		return p, func() { stdin.Close() }
 	}
 	cpu, _ := in(1, "cpu_sub", "10", "4000000")
