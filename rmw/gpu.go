@@ -44,14 +44,26 @@ func loanFlags(d *zerocopy.Domain, onDevice bool) (C.uint32_t, C.int32_t) {
 
 // ---- publishers ---------------------------------------------------------------
 
-// deviceLoan lends size bytes of device memory, or of host memory when this
-// process has no GPU.
-func (p *publisher) deviceLoan(size int) (*zerocopy.Loan, error) {
-	l, err := p.p.LoanDevice(size)
+// deviceLoan lends size bytes the device can write: a block of the topic's
+// GPU pool, or on a host topic a host block through its mapped device
+// address; host memory (onDevice false) when this process has no GPU.
+func (p *publisher) deviceLoan(size int) (l *zerocopy.Loan, ptr uintptr, onDevice bool, err error) {
+	l, err = p.p.LoanDevice(size)
 	if errors.Is(err, zerocopy.ErrNotSupported) {
-		l, err = p.p.Loan(size)
+		if l, err = p.p.Loan(size); err != nil {
+			return nil, 0, false, err
+		}
+		return l, uintptr(unsafe.Pointer(&l.Bytes()[0])), false, nil
 	}
-	return l, err
+	if err != nil {
+		return nil, 0, false, err
+	}
+	dp, err := l.DevicePtr()
+	if err != nil {
+		l.Discard()
+		return nil, 0, false, fmt.Errorf("mapping the loan: %w", err)
+	}
+	return l, uintptr(dp), true, nil
 }
 
 func (p *publisher) putDevLoan(l *zerocopy.Loan) uint64 {
@@ -80,27 +92,16 @@ func rgapsgo_gpu_borrow(h C.uintptr_t, size C.uint64_t, loan *C.rgaps_gpu_loan_v
 	if size == 0 || uint64(size) > math.MaxInt64 {
 		return fail(retInvalid, "a device loan of %d bytes", uint64(size))
 	}
-	l, err := p.deviceLoan(int(size))
+	l, ptr, onDevice, err := p.deviceLoan(int(size))
 	if err != nil {
 		if errors.Is(err, zerocopy.ErrPoolExhausted) || errors.Is(err, zerocopy.ErrTooLarge) {
 			return fail(retBadAlloc, "loaning %d bytes on %s: %v", uint64(size), p.p.Topic().Name(), err)
 		}
 		return report("loaning device memory", err)
 	}
-	var ptr uintptr
-	if l.OnDevice() || l.Bytes() == nil {
-		dp, err := l.DevicePtr()
-		if err != nil {
-			l.Discard()
-			return report("mapping the loan", err)
-		}
-		ptr = uintptr(dp)
-	} else {
-		ptr = uintptr(unsafe.Pointer(&l.Bytes()[0]))
-	}
 	*(*uintptr)(unsafe.Pointer(&loan.ptr)) = ptr // a device address or shared memory, never Go memory
 	loan.size = size
-	loan.flags, loan.device = loanFlags(p.d, l.OnDevice() || l.Bytes() == nil)
+	loan.flags, loan.device = loanFlags(p.d, onDevice)
 	loan.id = C.uint64_t(p.putDevLoan(l))
 	return retOK
 }
