@@ -103,7 +103,7 @@ func runEcho(o echoOpts, w io.Writer) error {
 					fmt.Fprintln(bw, summaryLine(smp.Info().Sequence, b))
 					return
 				}
-				if derr := o.format.printMessage(bw, m, prefix, b); derr != nil {
+				if derr := o.format.printMessage(bw, m, prefix, b, smp.Meta()); derr != nil {
 					// Said on stderr, with the first bytes; the echo goes
 					// on, as a subscriber would.
 					fmt.Fprintf(os.Stderr, "not a valid %s (%v): %s\n", typ, strings.TrimPrefix(derr.Error(), "schema: "), summaryLine(smp.Info().Sequence, b))

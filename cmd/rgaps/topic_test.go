@@ -108,7 +108,7 @@ func TestTopicEchoFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Reset()
-		if err := (echoFormat{}).printMessage(&b, str, 0, enc); err != nil || b.String() != want {
+		if err := (echoFormat{}).printMessage(&b, str, 0, enc, nil); err != nil || b.String() != want {
 			t.Errorf("echo of %q: %q, %v; want %q", in, b.String(), err, want)
 		}
 	}
@@ -119,19 +119,32 @@ func TestTopicEchoFormat(t *testing.T) {
 	}
 	enc, _ := schema.Encode(img, v)
 	b.Reset()
-	if err := (echoFormat{opt: schema.FormatOptions{TruncateLength: 2}}).printMessage(&b, img, 0, enc); err != nil {
+	if err := (echoFormat{opt: schema.FormatOptions{TruncateLength: 2}}).printMessage(&b, img, 0, enc, nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := "  frame_id: ca...\nheight: 1\nwidth: 3\nencoding: mo...\nis_bigendian: 0\nstep: 3\ndata:\n- 7\n- 8\n- '... 1 more'\n---\n"; !strings.HasSuffix(b.String(), want) {
 		t.Errorf("Image:\n%s\nwant the end to be\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := (echoFormat{flow: true}).printMessage(&b, img, 0, enc); err != nil || !strings.HasSuffix(b.String(), "data: [7, 8, 9]}\n---\n") {
+	if err := (echoFormat{flow: true}).printMessage(&b, img, 0, enc, nil); err != nil || !strings.HasSuffix(b.String(), "data: [7, 8, 9]}\n---\n") {
 		t.Errorf("flow style: %q, %v", b.String(), err)
+	}
+	// a message published with a device loan: the other fields in the meta
+	// block, the data in the payload (the rmw's split layout)
+	v.Values[len(v.Values)-1] = []byte{}
+	rest, _ := schema.Encode(img, v)
+	meta := append([]byte{'R', 'G', 'D', 'M', 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0}, rest...)
+	var split strings.Builder
+	if err := (echoFormat{flow: true}).printMessage(&split, img, 0, []byte{7, 8, 9}, meta); err != nil || !strings.HasSuffix(split.String(), "data: [7, 8, 9]}\n---\n") {
+		t.Errorf("split message: %q, %v", split.String(), err)
+	}
+	meta[8] = 3 // encoding: a string, not a uint8[]
+	if err := (echoFormat{}).printMessage(&split, img, 0, []byte{7}, meta); err == nil {
+		t.Error("a meta block naming a string field decoded")
 	}
 	// bytes that are not this type: an error, nothing printed
 	b.Reset()
-	if err := (echoFormat{}).printMessage(&b, img, 0, []byte{0, 1, 0, 0, 1}); err == nil || b.Len() != 0 {
+	if err := (echoFormat{}).printMessage(&b, img, 0, []byte{0, 1, 0, 0, 1}, nil); err == nil || b.Len() != 0 {
 		t.Errorf("malformed Image: printed %q, %v", b.String(), err)
 	}
 }
@@ -176,15 +189,15 @@ func TestTopicPlainLayout(t *testing.T) {
 
 	var out bytes.Buffer
 	b[0] = 1 // the reserved bytes are not read
-	if err := (echoFormat{}).printMessage(&out, i32, prefix, b); err != nil || out.String() != "data: -2\n---\n" {
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b, nil); err != nil || out.String() != "data: -2\n---\n" {
 		t.Errorf("echo of a plain Int32: %q, %v", out.String(), err)
 	}
 	// bare CDR on a plain type's topic is not what rmw nodes send: refused
 	out.Reset()
-	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[prefix:]); err == nil || out.Len() != 0 {
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[prefix:], nil); err == nil || out.Len() != 0 {
 		t.Errorf("bare CDR as a plain Int32: printed %q, %v", out.String(), err)
 	}
-	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[:3]); err == nil || !strings.Contains(err.Error(), "prefix") || out.Len() != 0 {
+	if err := (echoFormat{}).printMessage(&out, i32, prefix, b[:3], nil); err == nil || !strings.Contains(err.Error(), "prefix") || out.Len() != 0 {
 		t.Errorf("3 bytes as a plain Int32: printed %q, %v", out.String(), err)
 	}
 }

@@ -7,6 +7,7 @@ package main
 // The codec is typesupport/schema's; nothing here writes CDR by hand.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -128,14 +129,21 @@ type echoFormat struct {
 }
 
 // printMessage decodes one message of m, whose CDR follows prefix bytes
-// (payloadPrefix), and writes it as `ros2 topic echo` does: block YAML and
-// a "---" line. A message that does not decode is an error for the caller
-// to report; nothing is written then.
-func (f echoFormat) printMessage(w io.Writer, m *schema.Message, prefix int, b []byte) error {
-	if len(b) < prefix {
-		return fmt.Errorf("%d bytes, shorter than the %d-byte prefix of a plain type's payload", len(b), prefix)
+// (payloadPrefix), or, with a meta block, a message published with a
+// device loan (decodeSplit), and writes it as `ros2 topic echo` does: block
+// YAML and a "---" line. A message that does not decode is an error for the
+// caller to report; nothing is written then.
+func (f echoFormat) printMessage(w io.Writer, m *schema.Message, prefix int, b, meta []byte) error {
+	var v *schema.Struct
+	var err error
+	switch {
+	case meta != nil:
+		v, err = decodeSplit(m, b, meta)
+	case len(b) < prefix:
+		err = fmt.Errorf("%d bytes, shorter than the %d-byte prefix of a plain type's payload", len(b), prefix)
+	default:
+		v, err = schema.Decode(m, b[prefix:])
 	}
-	v, err := schema.Decode(m, b[prefix:])
 	if err != nil {
 		return err
 	}
@@ -150,4 +158,36 @@ func (f echoFormat) printMessage(w io.Writer, m *schema.Message, prefix int, b [
 	sb.WriteString("---\n")
 	_, err = io.WriteString(w, sb.String())
 	return err
+}
+
+// The meta block of a message published with a device loan (the rmw's
+// split layout, docs/ARCHITECTURE.md §3.12): "RGDM", version 1, the device
+// field's index, then the CDR of the other fields.
+const (
+	metaHeader  = 16
+	metaVersion = 1
+)
+
+// decodeSplit decodes a split message: the fields from the meta block, the
+// device field from the payload's bytes.
+func decodeSplit(m *schema.Message, payload, meta []byte) (*schema.Struct, error) {
+	if len(meta) < metaHeader || string(meta[:4]) != "RGDM" {
+		return nil, fmt.Errorf("a meta block of %d bytes without the RGDM header", len(meta))
+	}
+	if meta[4] != metaVersion {
+		return nil, fmt.Errorf("meta block version %d (this rgaps reads %d)", meta[4], metaVersion)
+	}
+	v, err := schema.Decode(m, meta[metaHeader:])
+	if err != nil {
+		return nil, err
+	}
+	i := int(binary.LittleEndian.Uint32(meta[8:]))
+	if i >= len(m.Fields) {
+		return nil, fmt.Errorf("the meta block names field %d of %d", i, len(m.Fields))
+	}
+	if _, ok := v.Values[i].([]byte); !ok {
+		return nil, fmt.Errorf("the meta block names field %s, which is not a uint8[]", m.Fields[i].Name)
+	}
+	v.Values[i] = payload
+	return v, nil
 }
