@@ -85,7 +85,11 @@ func graphEndpoints(c *rgaps.Context, topic string) ([]zerocopy.EndpointInfo, er
 // number of remote readers, and a remote publisher's stands in only once its
 // first message has crossed (so a service's reply topic would look
 // unmatched until the first reply: wait_for_service across hosts would wait
-// for ever).
+// for ever). They are a measure of the data path, though: a publisher counts
+// remote subscriptions only once the bridge's subscription of its topic
+// exists on this host (the daemon makes it when a peer asks for the topic),
+// so a publisher that waits for its matched count before publishing (as
+// DDS users do) loses nothing to a path not yet set up.
 func matchedAcrossHosts(c *rgaps.Context, e *zerocopy.Publisher, s *zerocopy.Subscription) int {
 	var local int
 	var topic, typ string
@@ -93,6 +97,9 @@ func matchedAcrossHosts(c *rgaps.Context, e *zerocopy.Publisher, s *zerocopy.Sub
 	other := zerocopy.KindSubscription
 	if e != nil {
 		local, topic, typ, q = e.MatchedLocal(), e.Topic().Name(), e.Topic().Type(), e.QoS()
+		if e.Matched() == local {
+			return local // no bridge subscription here: nothing reaches other hosts yet
+		}
 	} else {
 		local, topic, typ, q = s.MatchedLocal(), s.Topic().Name(), s.Topic().Type(), s.QoS()
 		other = zerocopy.KindPublisher

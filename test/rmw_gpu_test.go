@@ -130,7 +130,7 @@ func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
 	cpu.expect(t, "READY")
 	dev, _ := in(1, "dev_sub", "10", "4000000")
 	dev.expect(t, "READY")
-	pub, done := in(0, "pub", "10", "1", "4000000") // the bridge's subscription on host a
+	pub, done := in(0, "pub", "10", "2", "4000000") // b's two subscriptions, once a's bridge carries the topic
 	for _, s := range []*capiProc{cpu, dev} {
 		rmwPassed(t, s)
 		if !strings.Contains(s.stdout(), "GOT 10 ") {
