@@ -9,7 +9,8 @@
 #   3. rclpy: tensor_pub.py on host a -> tensor_sub.py on host b, with PyTorch on a GPU
 #      machine, numpy on host memory (PYTHON selects the interpreter).
 # Each subscriber prints "frames=N bad_bytes=B on_device=D"; a check passes when every
-# subscriber got every frame with no bad byte (and on the device, when a GPU is there).
+# subscriber got every frame with no bad byte, the GPU subscribers on the device when a GPU
+# is there and the CPU ones in host memory.
 # Settings: FRAMES (20), IMAGE (64M), SUBS (8), CPU_SUBS (2), RATE (10), WIRE (fabric:shm),
 # EX (directory of the programs; default: found on PATH), OUT (logs; default a temp dir).
 set -u
@@ -26,11 +27,12 @@ result() { if [ "$1" = PASS ]; then ok=$((ok+1)); else bad=$((bad+1)); fi; echo 
 
 # judge NAME LOGS...: every log's summary has all frames, no bad byte, on the device if GPU=1.
 judge() {
-	local name=$1 f line fails=0 n=0; shift
+	local name=$1 f line dev fails=0 n=0; shift
 	for f in "$@"; do
 		n=$((n+1)); line=$(grep -h 'frames=' "$f" | tail -1)
 		echo "   $(basename "$f" .log): ${line:-no summary}"
-		case "$line" in *"frames=$FRAMES bad_bytes=0 on_device=$GPU"*) ;; *) fails=$((fails+1)) ;; esac
+		dev=$GPU; case "$f" in *-cpu*) dev=0 ;; esac   # CPU subscribers get host memory
+		case "$line" in *"frames=$FRAMES bad_bytes=0 on_device=$dev"*) ;; *) fails=$((fails+1)) ;; esac
 	done
 	[ $fails = 0 ] && result PASS "$name: $n subscribers" || result FAIL "$name: $fails of $n subscribers short (logs in $OUT)"
 }
