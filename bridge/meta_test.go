@@ -80,3 +80,34 @@ func TestMetaAcrossHosts(t *testing.T) {
 		}
 	}
 }
+
+// A publisher that leaves right after publishing: the messages its host's
+// bridge subscription still holds cross all the same (the topic is no
+// longer wanted once the publisher is gone, and the link drains it before
+// closing it), in order and intact.
+func TestPublisherLeavesBeforeItsMessagesCrossed(t *testing.T) {
+	a, b := pair(t, "tcp", func(o *Options) { o.RingSize, o.MaxChunk = 1<<20, 64<<10 })
+	sub, pub := endpoints(t, a, b, "/leaving", reliable())
+	const count, size = 60, 200 << 10 // 12 MiB through a 1 MiB ring: most of it queued at Close
+	for i := range count {
+		if err := publishWithMeta(pub, stagedMsg(i, size), metaOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range count {
+		smp, err := sub.TakeWait(20 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d of %d after the publisher left: %v", i, count, err)
+		}
+		if !bytes.Equal(smp.Bytes(), stagedMsg(i, size)) {
+			t.Fatalf("message %d: payload differs", i)
+		}
+		if err := checkMeta(smp, metaOf(i), i); err != nil {
+			t.Fatal(err)
+		}
+		smp.Return()
+	}
+}

@@ -90,7 +90,13 @@ type outTopic struct {
 	seq       uint64
 	announced bool // topic map sent to the current reader
 	removing  bool
-	refs      int // flights and the current message using it
+	// drain is how many more samples a removing topic may still forward:
+	// what its queue can hold when it is retired, so that the messages a
+	// publisher left behind (it closed, so the topic is no longer wanted)
+	// still cross, while a topic whose publishers keep publishing into the
+	// retired subscription (its QoS changed) is closed after that many.
+	drain int
+	refs  int // flights and the current message using it
 }
 
 // flight is one committed record: what it carries, so it can be written
@@ -167,7 +173,7 @@ func (l *writerLink) apply(in *inbox) {
 func (l *writerLink) waitables(items []zerocopy.Waitable) []zerocopy.Waitable {
 	if l.state == linkUp && l.cur == nil && l.rs == len(l.fl) {
 		for _, ot := range l.order {
-			if !ot.removing {
+			if !ot.removing || ot.drain > 0 {
 				items = append(items, ot.sub)
 			}
 		}
@@ -275,7 +281,11 @@ func (l *writerLink) restartMessage() {
 func (l *writerLink) applyWanted() {
 	for name, ot := range l.topics {
 		w, ok := l.curWant[name]
-		ot.removing = !ok || w != ot.want
+		removing := !ok || w != ot.want
+		if removing && !ot.removing {
+			ot.drain = drainBound(ot.want.subQoS)
+		}
+		ot.removing = removing
 	}
 	l.collect()
 	for name, w := range l.curWant {
@@ -343,12 +353,22 @@ func (l *writerLink) devicePool(name string) bool {
 	return err == nil
 }
 
-// collect closes retired topics nobody uses any more; it reports whether
-// it closed any (a wanted topic may then be opened again).
+// drainBound is how many samples a bridge subscription of QoS q can hold
+// queued.
+func drainBound(q qos.Profile) int {
+	if q.History == qos.HistoryKeepAll || q.Depth == 0 {
+		return 1024 // the engine's default queue capacity
+	}
+	return int(q.Depth)
+}
+
+// collect closes retired topics nobody uses any more and with nothing left
+// to drain; it reports whether it closed any (a wanted topic may then be
+// opened again).
 func (l *writerLink) collect() bool {
 	closed := false
 	for name, ot := range l.topics {
-		if !ot.removing || ot.refs > 0 {
+		if !ot.removing || ot.refs > 0 || (ot.drain > 0 && ot.sub.Ready()) {
 			continue
 		}
 		if ot.reg != nil {
@@ -479,12 +499,15 @@ func (l *writerLink) move() (progressed, blocked bool, err error) {
 func (l *writerLink) next() bool {
 	for i := 0; i < len(l.order); i++ {
 		ot := l.order[(l.rr+i)%len(l.order)]
-		if ot.removing {
+		if ot.removing && ot.drain <= 0 {
 			continue
 		}
 		smp, err := ot.sub.Take()
 		if err != nil {
 			continue // no data, or all our holds in use until acks come
+		}
+		if ot.removing {
+			ot.drain--
 		}
 		l.rr = (l.rr + i + 1) % len(l.order)
 		prefix := ring.MetaPrefix(len(smp.Meta()))
@@ -692,7 +715,7 @@ func (l *writerLink) close(linkState) {
 	}
 	l.fl, l.fh, l.rs, l.ss, l.cur, l.pend = nil, 0, 0, 0, nil, nil
 	for _, ot := range l.topics {
-		ot.refs, ot.removing = 0, true
+		ot.refs, ot.removing, ot.drain = 0, true, 0
 	}
 	l.collect()
 	l.dropStaging()
