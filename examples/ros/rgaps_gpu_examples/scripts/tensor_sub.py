@@ -50,9 +50,13 @@ def main():
         view.release()
 
     sub = rgaps_gpu.create_device_subscription(node, UInt8MultiArray, 'tensor', on_tensor, 4)
-    while rclpy.ok() and state['frames'] < count:
-        rclpy.spin_once(node, timeout_sec=0.5)
-    print('tensor_sub: frames=%(frames)d bad_bytes=%(bad)d on_device=%(on_device)d' % state, flush=True)
+    try:
+        while rclpy.ok() and state['frames'] < count:
+            rclpy.spin_once(node, timeout_sec=0.5)
+    except KeyboardInterrupt:
+        pass  # stopped early: the summary says how far it got
+    finally:
+        print('tensor_sub: frames=%(frames)d bad_bytes=%(bad)d on_device=%(on_device)d' % state, flush=True)
     node.destroy_subscription(sub)
     node.destroy_node()
     rclpy.shutdown()
