@@ -32,7 +32,7 @@ judge() {
 		n=$((n+1)); line=$(grep -h 'frames=' "$f" | tail -1)
 		echo "   $(basename "$f" .log): ${line:-no summary}"
 		dev=$GPU; case "$f" in *-cpu*) dev=0 ;; esac   # CPU subscribers get host memory
-		case "$line" in *"frames=$FRAMES bad_bytes=0 on_device=$dev"*) ;; *) fails=$((fails+1)) ;; esac
+		case "$line" in *"frames=$FRAMES bad_bytes=0 on_device=$dev"*) ;; *) fails=$((fails+1)); tail -n 3 "$f" | sed 's/^/      | /' ;; esac
 	done
 	[ $fails = 0 ] && result PASS "$name: $n subscribers" || result FAIL "$name: $fails of $n subscribers short (logs in $OUT)"
 }
