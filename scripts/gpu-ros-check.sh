@@ -20,6 +20,7 @@ OUT=${OUT:-$(mktemp -d /tmp/gpu-ros-check.XXXXXX)}
 mkdir -p "$OUT"
 if [ -n "${EX:-}" ]; then PATH=$EX:$PATH; fi
 export RMW_IMPLEMENTATION=rmw_rgaps RGAPS_POOL_SIZE=${RGAPS_POOL_SIZE:-2G} ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-43}
+export RGAPS_EXAMPLES_DEPTH=$FRAMES   # KEEP_LAST as deep as the stream: every frame is expected
 GPU=0; nvidia-smi -L >/dev/null 2>&1 && GPU=1
 bytes() { numfmt --from=iec "$1"; }
 ok=0; bad=0

@@ -8,6 +8,7 @@ loan is device memory (torch.from_dlpack), else with numpy on the host
 memory of the fallback. Byte i of frame k is (i*7 + k) & 255. Needs
 RMW_IMPLEMENTATION=rmw_rgaps.
 """
+import os
 import sys
 import time
 
@@ -20,6 +21,10 @@ try:
     import torch
 except ImportError:
     torch = None
+
+
+# The topic's KEEP_LAST depth (RGAPS_EXAMPLES_DEPTH, default 4), as the C++ examples.
+DEPTH = int(os.environ.get('RGAPS_EXAMPLES_DEPTH', '4'))
 
 
 def fill(loan, seq):
@@ -40,7 +45,7 @@ def main():
     count, rows, cols, want = (args + [10, 256, 1024, 1][len(args):])[:4]
     rclpy.init()
     node = rclpy.create_node('tensor_pub')
-    pub = node.create_publisher(UInt8MultiArray, 'tensor', 4)
+    pub = node.create_publisher(UInt8MultiArray, 'tensor', DEPTH)
     while pub.get_subscription_count() < want:
         time.sleep(0.02)
     on_device = False

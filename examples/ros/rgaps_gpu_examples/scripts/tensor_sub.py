@@ -8,10 +8,12 @@ numpy on host memory), reshaped to layout.dim and checked against the
 pattern (i*7 + k) & 255, k taken from its first byte. Prints one summary
 line after count tensors; exit status 1 on a bad byte.
 """
+import os
 import sys
 
 import numpy
 import rclpy
+import rclpy.executors
 import rgaps_gpu
 from std_msgs.msg import UInt8MultiArray
 
@@ -19,6 +21,10 @@ try:
     import torch
 except ImportError:
     torch = None
+
+
+# The topic's KEEP_LAST depth (RGAPS_EXAMPLES_DEPTH, default 4), as the C++ examples.
+DEPTH = int(os.environ.get('RGAPS_EXAMPLES_DEPTH', '4'))
 
 
 def bad_bytes(view, shape):
@@ -49,11 +55,13 @@ def main():
         state['frames'] += 1
         view.release()
 
-    sub = rgaps_gpu.create_device_subscription(node, UInt8MultiArray, 'tensor', on_tensor, 4)
+    if torch is not None and torch.cuda.is_available():
+        torch.zeros(1, device='cuda')  # CUDA set up before the first tensor, not while tensors queue
+    sub = rgaps_gpu.create_device_subscription(node, UInt8MultiArray, 'tensor', on_tensor, DEPTH)
     try:
         while rclpy.ok() and state['frames'] < count:
             rclpy.spin_once(node, timeout_sec=0.5)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass  # stopped early: the summary says how far it got
     finally:
         print('tensor_sub: frames=%(frames)d bad_bytes=%(bad)d on_device=%(on_device)d' % state, flush=True)

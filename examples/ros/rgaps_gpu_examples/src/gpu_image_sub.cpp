@@ -14,6 +14,7 @@ int main(int argc, char ** argv)
   rclcpp::init(argc, argv);
   ImageCheck check{"gpu_image_sub", frames::Args(argc, argv).at(0, 100)};
   auto node = rclcpp::Node::make_shared("gpu_image_sub");
+  cuda_lite::Driver::get();  // CUDA and the kernels are set up before the first frame, not while frames queue
   auto sub = rgaps::create_device_subscription<frames::Image>(
     node, frames::kTopic, frames::qos(), [&check](const frames::Image & meta, rgaps::DeviceView v) {
       check.add(meta, v.size(), cuda_lite::pattern_verify(v.ptr(), v.size(), frames::seq_of(meta), v.on_device(), v.device()),

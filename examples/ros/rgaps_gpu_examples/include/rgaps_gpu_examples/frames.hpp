@@ -19,9 +19,15 @@ namespace frames {
 
 using Image = sensor_msgs::msg::Image;
 
-// The examples' topic and QoS: reliable, keep last 4.
+// The examples' topic and QoS: reliable, keep last 4 (RGAPS_EXAMPLES_DEPTH
+// sets another depth: a check that wants every frame uses the frame count).
 inline const char * kTopic = "camera/image";
-inline rclcpp::QoS qos() {return rclcpp::QoS(rclcpp::KeepLast(4)).reliable();}
+inline size_t depth()
+{
+  const char * d = std::getenv("RGAPS_EXAMPLES_DEPTH");
+  return d && std::atoi(d) > 0 ? static_cast<size_t>(std::atoi(d)) : 4;
+}
+inline rclcpp::QoS qos() {return rclcpp::QoS(rclcpp::KeepLast(depth())).reliable();}
 
 // set_meta sets every field of an rgba8 frame of bytes bytes (a multiple of
 // 4) but data: 1024 pixels wide when bytes is a multiple of 4 KiB, else
