@@ -74,12 +74,21 @@ func (p *publisher) putDevLoan(l *zerocopy.Loan) uint64 {
 	return p.nextDev
 }
 
-func (p *publisher) takeDevLoan(id uint64) *zerocopy.Loan {
+// takeDevLoan takes device loan id out of publisher h's table: the loan,
+// or nil and the code to return.
+func takeDevLoan(h C.uintptr_t, id C.uint64_t) (*zerocopy.Loan, C.int) {
+	p := get[*publisher](h)
+	if p == nil {
+		return nil, fail(retError, "publisher destroyed")
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	l := p.devLoans[id]
-	delete(p.devLoans, id)
-	return l
+	l := p.devLoans[uint64(id)]
+	delete(p.devLoans, uint64(id))
+	p.mu.Unlock()
+	if l == nil {
+		return nil, fail(retInvalid, "not a loan of this publisher (published or discarded already?)")
+	}
+	return l, retOK
 }
 
 //export rgapsgo_gpu_borrow
@@ -109,13 +118,9 @@ func rgapsgo_gpu_borrow(h C.uintptr_t, size C.uint64_t, loan *C.rgaps_gpu_loan_v
 //export rgapsgo_gpu_publish
 func rgapsgo_gpu_publish(h C.uintptr_t, id C.uint64_t, meta *C.uint8_t, metaLen C.size_t, stream C.uintptr_t, syncAll C.int) (rc C.int) {
 	defer recoverTo(&rc)
-	p := get[*publisher](h)
-	if p == nil {
-		return fail(retError, "publisher destroyed")
-	}
-	l := p.takeDevLoan(uint64(id))
+	l, rc := takeDevLoan(h, id)
 	if l == nil {
-		return fail(retInvalid, "not a loan of this publisher (published or discarded already?)")
+		return rc
 	}
 	if err := l.SetMeta(unsafe.Slice((*byte)(unsafe.Pointer(meta)), int(metaLen))); err != nil {
 		l.Discard()
@@ -130,13 +135,9 @@ func rgapsgo_gpu_publish(h C.uintptr_t, id C.uint64_t, meta *C.uint8_t, metaLen 
 //export rgapsgo_gpu_discard
 func rgapsgo_gpu_discard(h C.uintptr_t, id C.uint64_t) (rc C.int) {
 	defer recoverTo(&rc)
-	p := get[*publisher](h)
-	if p == nil {
-		return fail(retError, "publisher destroyed")
-	}
-	l := p.takeDevLoan(uint64(id))
+	l, rc := takeDevLoan(h, id)
 	if l == nil {
-		return fail(retInvalid, "not a loan of this publisher (published or discarded already?)")
+		return rc
 	}
 	return report("returning the loan", l.Discard())
 }

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -309,20 +308,8 @@ func TestGPUCopiersIndependent(t *testing.T) {
 // return), and a GPU subscriber in another process checksums the right
 // bytes on the GPU.
 func TestGPUCopyInPublish(t *testing.T) {
-	d, err := gpuChildDomain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	dev := requireGPU(t, d)
 	const msgs = 3
-	p, err := d.NewPublisher(EndpointSpec{Topic: "/copyin", Type: "t/msg/Tensor", Node: "/pub", QoS: keepAll(), Memory: MemoryGPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kids := startGPUSubs(t, "/copyin", "gpu", 1, msgs, "0")
-	testutil.Eventually(t, 30*time.Second, "subscriber matched", func() bool { return p.Matched() == 1 })
+	d, dev, p, kids := gpuPubFixture(t, "/copyin", 1, msgs, "0")
 	ca, err := d.NewCopier()
 	if err != nil {
 		t.Fatal(err)

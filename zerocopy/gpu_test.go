@@ -181,20 +181,8 @@ func TestGPUFallbackWithoutGPU(t *testing.T) {
 // A kernel fills a device loan in the publisher; 8 GPU subscriber processes
 // checksum the same bytes on the GPU, at the same pool offset (one copy).
 func TestGPUCrossProcessChecksum(t *testing.T) {
-	d, err := gpuChildDomain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	dev := requireGPU(t, d)
 	const subs, msgs = 8, 3
-	p, err := d.NewPublisher(EndpointSpec{Topic: "/gpu8", Type: "t/msg/Tensor", Node: "/pub", QoS: keepAll(), Memory: MemoryGPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kids := startGPUSubs(t, "/gpu8", "gpu", subs, msgs, "0")
-	testutil.Eventually(t, 30*time.Second, "subscribers matched", func() bool { return p.Matched() == subs })
+	_, dev, p, kids := gpuPubFixture(t, "/gpu8", subs, msgs, "0")
 	want := map[uint64]uint64{}
 	for i := 1; i <= msgs; i++ {
 		size := uint64(64<<20) + uint64(i)*4097
@@ -224,6 +212,26 @@ func keepAll() qos.Profile {
 	q := qos.Default()
 	q.History = qos.HistoryKeepAll
 	return q
+}
+
+// gpuPubFixture opens this process's GPU domain and a GPU publisher of
+// topic (KEEP_ALL) with n GPU subscriber children expecting msgs messages
+// (hold: see startGPUSubs), matched; all of it is closed when the test ends.
+func gpuPubFixture(t *testing.T, topic string, n, msgs int, hold string) (*Domain, *cuda.Device, *Publisher, []*testutil.Child) {
+	d, err := gpuChildDomain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	dev := requireGPU(t, d)
+	p, err := d.NewPublisher(EndpointSpec{Topic: topic, Type: "t/msg/Tensor", Node: "/pub", QoS: keepAll(), Memory: MemoryGPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	kids := startGPUSubs(t, topic, "gpu", n, msgs, hold)
+	testutil.Eventually(t, 30*time.Second, "subscribers matched", func() bool { return p.Matched() == n })
+	return d, dev, p, kids
 }
 
 func startGPUSubs(t *testing.T, topic, mem string, n, msgs int, hold string) []*testutil.Child {
@@ -264,19 +272,7 @@ func checkSums(t *testing.T, kids []*testutil.Child, want map[uint64]uint64, msg
 // SIGKILL of a GPU subscriber holding device samples gives the device pool
 // back.
 func TestGPUKilledHolderReclaimed(t *testing.T) {
-	d, err := gpuChildDomain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	dev := requireGPU(t, d)
-	p, err := d.NewPublisher(EndpointSpec{Topic: "/gpuheld", Type: "t/msg/Tensor", Node: "/pub", QoS: keepAll(), Memory: MemoryGPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kids := startGPUSubs(t, "/gpuheld", "gpu", 1, 2, "1")
-	testutil.Eventually(t, 30*time.Second, "matched", func() bool { return p.Matched() == 1 })
+	d, dev, p, kids := gpuPubFixture(t, "/gpuheld", 1, 2, "1")
 	want := map[uint64]uint64{}
 	for i := 1; i <= 2; i++ {
 		l, err := p.LoanDevice(8 << 20)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
 // Without a GPU, WritesOn does nothing: a host loan publishes as always.
@@ -35,20 +34,8 @@ func TestWritesOnWithoutGPU(t *testing.T) {
 // kernel, stays held through the publishes. The subscriber (another
 // process, reading device memory) sees the kernel's bytes.
 func TestGPUWritesOn(t *testing.T) {
-	d, err := gpuChildDomain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	dev := requireGPU(t, d)
 	const msgs = 3
-	p, err := d.NewPublisher(EndpointSpec{Topic: "/writes_on_gpu", Type: "t/msg/Tensor", Node: "/pub", QoS: keepAll(), Memory: MemoryGPU})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	kids := startGPUSubs(t, "/writes_on_gpu", "gpu", 1, msgs, "0")
-	testutil.Eventually(t, 30*time.Second, "subscriber matched", func() bool { return p.Matched() == 1 })
+	_, dev, p, kids := gpuPubFixture(t, "/writes_on_gpu", 1, msgs, "0")
 	user, err := dev.NewNonBlockingStream()
 	if err != nil {
 		t.Fatal(err)
