@@ -430,7 +430,7 @@ func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
 		size, err := l.startMeta(t, rec)
 		switch {
 		case err != nil:
-			l.b.log.Warn("bad meta in a message from another host: dropped", "topic", t.name, "err", err)
+			l.b.refusals.Log(slog.LevelWarn, "bad meta in a message from another host: dropped", "peer", l.host, "topic", t.name, "err", err)
 			t.dropping = true
 		case t.pub == nil:
 			t.dropping = true
@@ -537,7 +537,7 @@ func (l *readerLink) publish(p *placing) {
 		if err := ln.SetMeta(p.meta); err != nil {
 			ln.Discard()
 			l.stats.Dropped.Add(1)
-			l.b.log.Warn("placing the meta of a message from another host", "topic", p.t.name, "err", err)
+			l.b.refusals.Log(slog.LevelWarn, "placing the meta of a message from another host", "peer", l.host, "topic", p.t.name, "err", err)
 			return
 		}
 	}
