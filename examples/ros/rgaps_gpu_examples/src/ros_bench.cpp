@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include <rclcpp/experimental/executors/events_executor/events_executor.hpp>
 #include <rgaps/gpu.hpp>
 
 #include "rgaps_gpu_examples/cuda_lite.hpp"
@@ -111,6 +112,21 @@ struct Copier {
   }
 };
 
+// spin_node runs the node with the executor ROS_BENCH_EXECUTOR names:
+// "events" (rclcpp's EventsExecutor, woken by the rmw's new-message
+// callbacks), else the SingleThreadedExecutor of rclcpp::spin.
+void spin_node(rclcpp::Node::SharedPtr node)
+{
+  const char * e = std::getenv("ROS_BENCH_EXECUTOR");
+  if (e != nullptr && std::string(e) == "events") {
+    rclcpp::experimental::executors::EventsExecutor ex;
+    ex.add_node(node);
+    ex.spin();
+    return;
+  }
+  rclcpp::spin(node);
+}
+
 void report(uint32_t seq, int64_t t2, uint64_t bad, bool on_device)
 {
   say("recv " + std::to_string(seq) + " " + std::to_string(t2) + " " + std::to_string(bad) + " " +
@@ -143,7 +159,7 @@ int subscriber(rclcpp::Node::SharedPtr node, bool device, const std::string & to
     while (std::getline(std::cin, line)) {}
     rclcpp::shutdown();
   }).detach();
-  rclcpp::spin(node);
+  spin_node(node);
   return 0;
 }
 
