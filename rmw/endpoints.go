@@ -122,7 +122,6 @@ type publisher struct {
 	mu       sync.Mutex
 	loans    map[uintptr]*zerocopy.Loan // by address of the loan's first byte
 	devLoans map[uint64]*zerocopy.Loan  // device loans (gpu.go), by id
-	nextDev  uint64
 }
 
 // newPublisher creates a publisher of typ on topic; q is read and then
@@ -371,7 +370,7 @@ func newSubscription(nd *node, topic, typ string, hash zerocopy.TypeHash, q *C.r
 		return nil, err
 	}
 	qosToC(sub.QoS(), q)
-	s := &subscription{nd: nd, s: sub, d: d, views: newViews(), ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
+	s := &subscription{nd: nd, s: sub, d: d, views: newViews(keepLastDepth(sub.QoS())), ignoreLocal: ignoreLocal, loans: map[uintptr]*zerocopy.Sample{},
 		takeEvent: make(chan struct{}, 1)}
 	s.st = newStatus(sub, d)
 	if err := nd.n.Track(s); err != nil {
@@ -593,4 +592,12 @@ func rgapsgo_qos_check(pub, sub *C.rmw_qos_profile_t, compat *C.int, reason *C.c
 		b[k] = 0
 	}
 	return retOK
+}
+
+// keepLastDepth is a KEEP_LAST profile's depth, 0 for KEEP_ALL.
+func keepLastDepth(q qos.Profile) int {
+	if q.History == qos.HistoryKeepAll {
+		return 0
+	}
+	return int(q.Depth)
 }

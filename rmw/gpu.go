@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -23,8 +25,14 @@ import (
 
 // unclaimedViews bounds the views a subscription keeps for tickets nobody
 // claimed (a callback that ignores them, a message dropped by the
-// executor): beyond it the oldest is released.
+// executor): beyond it, or beyond the subscription's KEEP_LAST depth if
+// smaller, the oldest is released, so unclaimed tickets never hold more
+// blocks than the queue could.
 const unclaimedViews = 64
+
+// blockIDs names loans and views: unique in the process, so that an id
+// handed to another endpoint than its own is refused, never another's.
+var blockIDs atomic.Uint64
 
 // ticketMagic starts a ticket (RGAPS_GPU_TICKET_SIZE bytes): magic, view
 // id, size, id ^ the subscription's secret (a check that the bytes are a
@@ -67,11 +75,11 @@ func (p *publisher) deviceLoan(size int) (l *zerocopy.Loan, ptr uintptr, onDevic
 }
 
 func (p *publisher) putDevLoan(l *zerocopy.Loan) uint64 {
+	id := blockIDs.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nextDev++
-	p.devLoans[p.nextDev] = l
-	return p.nextDev
+	p.devLoans[id] = l
+	return id
 }
 
 // takeDevLoan takes device loan id out of publisher h's table: the loan,
@@ -157,15 +165,21 @@ type view struct {
 type views struct {
 	mu        sync.Mutex
 	secret    uint64
-	next      uint64
+	most      int // unclaimed views kept at most
 	m         map[uint64]*view
-	unclaimed []uint64 // ids in take order; claimed ones are skipped when trimming
+	unclaimed []uint64 // ids of unclaimed views in take order
 }
 
-func newViews() *views {
+// newViews makes the view table of a subscription with KEEP_LAST depth
+// (0: KEEP_ALL).
+func newViews(depth int) *views {
 	var b [8]byte
 	rand.Read(b[:])
-	return &views{secret: binary.LittleEndian.Uint64(b[:]), m: map[uint64]*view{}}
+	most := unclaimedViews
+	if depth > 0 && depth < most {
+		most = depth
+	}
+	return &views{secret: binary.LittleEndian.Uint64(b[:]), most: most, m: map[uint64]*view{}}
 }
 
 // keep holds smp for a view of size bytes at off in its payload and
@@ -180,19 +194,16 @@ func (vs *views) keep(d *zerocopy.Domain, smp *zerocopy.Sample, off, size uint64
 	} else {
 		return fmt.Errorf("the message's block is in device memory and this process has no GPU: %w", derr)
 	}
+	id := blockIDs.Add(1)
 	vs.mu.Lock()
-	vs.next++
-	id := vs.next
 	vs.m[id] = v
 	vs.unclaimed = append(vs.unclaimed, id)
 	var expired []*zerocopy.Sample
-	for len(vs.unclaimed) > unclaimedViews {
+	for len(vs.unclaimed) > vs.most {
 		old := vs.unclaimed[0]
 		vs.unclaimed = vs.unclaimed[1:]
-		if ov := vs.m[old]; ov != nil && !ov.claimed {
-			delete(vs.m, old)
-			expired = append(expired, ov.smp)
-		}
+		expired = append(expired, vs.m[old].smp)
+		delete(vs.m, old)
 	}
 	vs.mu.Unlock()
 	for _, s := range expired {
@@ -219,11 +230,12 @@ func (vs *views) claim(ticket []byte) (uint64, *view, error) {
 	v := vs.m[id]
 	switch {
 	case v == nil:
-		return 0, nil, fmt.Errorf("ticket %d expired: more than %d messages were taken and not claimed since, or it was released", id, unclaimedViews)
+		return 0, nil, fmt.Errorf("ticket %d expired: %d newer messages were taken and not claimed since, or its subscription was destroyed", id, vs.most)
 	case v.claimed:
 		return 0, nil, fmt.Errorf("%w: ticket %d was claimed already", zerocopy.ErrInvalid, id)
 	}
 	v.claimed = true
+	vs.unclaimed = slices.DeleteFunc(vs.unclaimed, func(x uint64) bool { return x == id })
 	return id, v, nil
 }
 

@@ -110,7 +110,7 @@ func retOf(c cabi.Code) C.int {
 		return retTimeout
 	case cabi.NotSupported:
 		return retUnsupported
-	case cabi.NoSpace:
+	case cabi.NoSpace, cabi.PoolExhausted:
 		return retBadAlloc
 	}
 	return retError

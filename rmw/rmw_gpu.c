@@ -36,22 +36,22 @@ rmw_ret_t rgaps_decode_split(const rgaps_sub *d, uintptr_t smp, const uint8_t *d
 	const uint8_t *meta, size_t meta_len, void *msg, int *again)
 {
 	char why[256] = "";
-	uint32_t member = (uint32_t)d->member;
-	const uint8_t *cdr = meta + RGAPS_META_HEADER;
-	size_t cdr_len = meta_len - RGAPS_META_HEADER;
+	int32_t own = __atomic_load_n(&d->member, __ATOMIC_ACQUIRE);
+	int device = __atomic_load_n(&d->device, __ATOMIC_ACQUIRE);
+	uint32_t member = (uint32_t)own;
 	size_t off = 0, len = size, doff = 0, dlen = 0;
 	int r = RGAPS_TS_ERROR;
 	*again = 0;
 	if (meta == NULL) { /* a whole message in CDR: a device subscription's view points into it */
-		cdr = data + d->prefix;
-		cdr_len = size - d->prefix;
-		if (data == NULL)
-			snprintf(why, sizeof why, "a message without host bytes or fields");
-		else if ((r = rgaps_ts_deserialize_detached(d->ts, cdr, cdr_len, msg, member, &doff, &dlen)) == RGAPS_TS_OK)
+		if (data == NULL || own < 0)
+			snprintf(why, sizeof why, "%s", data == NULL ? "a message without host bytes or fields" : "no device field");
+		else if ((r = rgaps_ts_deserialize_detached(d->ts, data + d->prefix, size - d->prefix, msg, member, &doff,
+				  &dlen)) == RGAPS_TS_OK)
 			off = d->prefix + doff, len = dlen;
 	} else if (meta_member(meta, meta_len, &member, why, sizeof why)) {
-		r = rgaps_ts_deserialize_detached(d->ts, cdr, cdr_len, msg, member, &doff, &dlen);
-		if (r == RGAPS_TS_OK && !d->device) {
+		r = rgaps_ts_deserialize_detached(d->ts, meta + RGAPS_META_HEADER, meta_len - RGAPS_META_HEADER, msg, member,
+			&doff, &dlen);
+		if (r == RGAPS_TS_OK && !device) {
 			if (data == NULL) {
 				snprintf(why, sizeof why, "the device field's bytes have no host copy");
 				r = RGAPS_TS_ERROR;
@@ -62,7 +62,7 @@ rmw_ret_t rgaps_decode_split(const rgaps_sub *d, uintptr_t smp, const uint8_t *d
 	}
 	if (r != RGAPS_TS_OK && why[0] == 0)
 		snprintf(why, sizeof why, "%s", rgaps_ts_last_error());
-	if (r == RGAPS_TS_OK && d->device) {
+	if (r == RGAPS_TS_OK && device) {
 		uint8_t ticket[RGAPS_GPU_TICKET_SIZE];
 		rmw_ret_t rc = rgapsgo_sub_keep_view(d->go, smp, off, len, ticket); /* consumes smp */
 		if (rc != RMW_RET_OK)
@@ -142,7 +142,7 @@ int32_t rgaps_gpu_publisher_borrow_v1(const void *publisher, uint64_t size, rgap
 	PUB(p, d);
 	ARG(loan, RMW_RET_INVALID_ARGUMENT);
 	memset(loan, 0, sizeof *loan);
-	if (d->member < 0)
+	if (!d->bytes)
 		FAIL(RMW_RET_INVALID_ARGUMENT, "the publisher's message type has no uint8[] field to loan");
 	return rgapsgo_gpu_borrow(d->go, size, loan);
 }
@@ -207,11 +207,9 @@ static rmw_ret_t publish_split(const rgaps_pub *d, const void *ros_message, cons
 	if (ros_message == NULL && (cdr == NULL || len < RGAPS_CDR_HEADER)) {
 		rgaps_set_error("rmw_rgaps: no message (ros_message null, or cdr null or shorter than its header)");
 		rc = RMW_RET_INVALID_ARGUMENT;
-	} else if (field != NULL) {
+	} else if (field != NULL || d->member < 0) {
+		/* named, or no default (none, or several and none named data): the walker says which */
 		rc = rgaps_ret_of_ts(rgaps_ts_byte_member(d->ts, field, &member));
-	} else if (d->member < 0) {
-		rgaps_set_error("rmw_rgaps: the publisher's message type has no uint8[] field");
-		rc = RMW_RET_INVALID_ARGUMENT;
 	}
 	size_t n = 0;
 	uint8_t *meta = NULL;
@@ -269,18 +267,18 @@ int32_t rgaps_gpu_subscription_set_device_v1(const void *subscription, const cha
 	RGAPS_GO_CALLS;
 	const rmw_subscription_t *s = subscription;
 	SUB(s, d);
+	if (!d->bytes)
+		FAIL(RMW_RET_INVALID_ARGUMENT, "the subscription's message type has no uint8[] field");
 	uint32_t member = (uint32_t)d->member;
-	if (field != NULL) {
+	if (field != NULL || d->member < 0) {
 		rmw_ret_t rc = rgaps_ret_of_ts(rgaps_ts_byte_member(d->ts, field, &member));
 		if (rc != RMW_RET_OK)
 			return rc;
-	} else if (d->member < 0) {
-		FAIL(RMW_RET_INVALID_ARGUMENT, "the subscription's message type has no uint8[] field");
 	}
 	rmw_ret_t rc = rgapsgo_sub_set_device(d->go);
 	if (rc != RMW_RET_OK)
 		return rc;
-	d->member = (int32_t)member;
+	__atomic_store_n(&d->member, (int32_t)member, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->device, 1, __ATOMIC_RELEASE);
 	return RMW_RET_OK;
 }
@@ -305,18 +303,19 @@ int32_t rgaps_gpu_subscription_claim_message_v1(const void *subscription, void *
 	ARG(ros_message, RMW_RET_INVALID_ARGUMENT);
 	ARG(view, RMW_RET_INVALID_ARGUMENT);
 	memset(view, 0, sizeof *view);
-	if (d->member < 0)
-		FAIL(RMW_RET_INVALID_ARGUMENT, "the subscription's message type has no uint8[] field");
+	int32_t member = __atomic_load_n(&d->member, __ATOMIC_ACQUIRE);
+	if (member < 0)
+		FAIL(RMW_RET_INVALID_ARGUMENT, "not a device subscription with a device field (rgaps_gpu_subscription_set_device_v1)");
 	const uint8_t *t = NULL;
 	size_t n = 0;
-	rmw_ret_t rc = rgaps_ret_of_ts(rgaps_ts_member_bytes(d->ts, ros_message, (uint32_t)d->member, &t, &n));
+	rmw_ret_t rc = rgaps_ret_of_ts(rgaps_ts_member_bytes(d->ts, ros_message, (uint32_t)member, &t, &n));
 	if (rc != RMW_RET_OK)
 		return rc;
 	if (n == 0)
 		FAIL(RMW_RET_INVALID_ARGUMENT, "the message's device field is empty: no ticket (not taken by a device subscription, or claimed already)");
 	rc = rgapsgo_sub_claim(d->go, (uint8_t *)t, n, view);
 	if (rc == RMW_RET_OK)
-		rgaps_ts_set_member_bytes(d->ts, ros_message, (uint32_t)d->member, NULL, 0);
+		rgaps_ts_set_member_bytes(d->ts, ros_message, (uint32_t)member, NULL, 0);
 	return rc;
 }
 

@@ -105,7 +105,8 @@ typedef struct rgaps_pub {
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
 	int plain;     /* can loan */
 	size_t prefix; /* bytes before the CDR stream: RGAPS_MSG_PREFIX for plain types, else 0 */
-	int32_t member; /* the default device field (rgaps_ts_byte_member), -1 if the type has none */
+	int32_t member; /* the default device field (rgaps_ts_byte_member), -1 if none (or it must be named) */
+	int bytes;      /* the type has uint8[] members: GPU loans may be published (rmw_gpu.c) */
 } rgaps_pub;
 
 /* rmw_subscription_t.data */
@@ -117,8 +118,9 @@ typedef struct rgaps_sub {
 	uint8_t gid[RMW_GID_STORAGE_SIZE];
 	int plain;     /* can loan */
 	size_t prefix; /* as rgaps_pub's */
-	int32_t member; /* the device field, -1 if the type has none */
-	int device;     /* a device subscription: takes leave tickets (rmw_gpu.c) */
+	int32_t member; /* the device field, -1 if none (or not named yet); atomic: set_device writes it */
+	int bytes;      /* the type has uint8[] members: takes split (rmw_gpu.c) */
+	int device;     /* a device subscription: takes leave tickets (rmw_gpu.c); atomic */
 } rgaps_sub;
 
 /* rmw_client_t.data and rmw_service_t.data: the pair of endpoints on the

@@ -28,7 +28,8 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node, const rosidl_messa
 	d->ts = ts;
 	d->qos = *qos_profile;
 	d->member = rgaps_default_member(ts);
-	if (rgapsgo_pub_create(nd->go, topic, et.name, et.hash, &d->qos, d->member >= 0, d->gid, &d->go) != RMW_RET_OK)
+	d->bytes = rgaps_ts_byte_member_count(ts) > 0;
+	if (rgapsgo_pub_create(nd->go, topic, et.name, et.hash, &d->qos, d->bytes, d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_PUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();

@@ -28,8 +28,9 @@ rmw_subscription_t *rmw_create_subscription(const rmw_node_t *node,
 	d->ts = ts;
 	d->qos = *qos_policies;
 	d->member = rgaps_default_member(ts);
+	d->bytes = rgaps_ts_byte_member_count(ts) > 0;
 	if (rgapsgo_sub_create(nd->go, topic, et.name, et.hash, &d->qos, subscription_options->ignore_local_publications,
-		    d->member >= 0, d->gid, &d->go) != RMW_RET_OK)
+		    d->bytes, d->gid, &d->go) != RMW_RET_OK)
 		goto fail;
 	d->magic = RGAPS_MAGIC_SUB;
 	d->plain = rgaps_ts_is_plain(ts) && !loans_disabled();
@@ -89,7 +90,7 @@ rmw_ret_t rgaps_decode(uintptr_t sub, uintptr_t smp, const rgaps_ts *ts, const u
 
 /* take_mode is how a subscription takes: splitting (mode 2, rgapsgo_sub_take)
  * when its type has a device field, else plainly. */
-static inline int take_mode(const rgaps_sub *d) { return d->member >= 0 ? 2 : 0; }
+static inline int take_mode(const rgaps_sub *d) { return d->bytes ? 2 : 0; }
 
 /* take_cdr takes the next message of d and deserialises it into msg: from
  * the CDR after d->prefix bytes, or split (rmw_gpu.c) for messages
@@ -186,17 +187,27 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *subscription, rmw_ser
 	uint8_t *data = NULL, *meta = NULL;
 	size_t size = 0, meta_len = 0;
 	uintptr_t smp = 0;
-	rmw_ret_t rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, &meta, &meta_len, info,
-		take_mode(d), &smp);
-	if (rc != RMW_RET_OK || smp == 0)
-		return rc;
-	if (meta != NULL) {
+	rmw_ret_t rc;
+	for (;;) {
+		rc = rgapsgo_sub_take(d->go, d->prefix + RGAPS_CDR_HEADER, &data, &size, &meta, &meta_len, info,
+			take_mode(d), &smp);
+		if (rc != RMW_RET_OK || smp == 0)
+			return rc;
+		if (meta == NULL)
+			break;
+		/* A split message: rebuilt whole; one that cannot be is dropped
+		 * and counted like any malformed message, and the take goes on. */
 		rc = rgaps_split_to_cdr(d, data, size, meta, meta_len, m);
 		rgapsgo_sample_return(smp);
-		if (rc == RMW_RET_OK && info != NULL)
-			info->publisher_gid.implementation_identifier = rgaps_identifier;
-		*taken = rc == RMW_RET_OK;
-		return rc;
+		if (rc == RMW_RET_OK) {
+			if (info != NULL)
+				info->publisher_gid.implementation_identifier = rgaps_identifier;
+			*taken = true;
+			return rc;
+		}
+		if (rc == RMW_RET_BAD_ALLOC)
+			return rc;
+		rgapsgo_sub_malformed(d->go, (char *)rgaps_rmw_last_error());
 	}
 	size_t n = size - d->prefix;
 	if (m->buffer_capacity < n) {

@@ -35,9 +35,18 @@
  *    or plain host shared memory: the flags say RGAPS_GPU_ON_DEVICE is not
  *    set and the pointers are host pointers.
  *
+ *  - Lifetimes: a view holds its block until it is released, and at most
+ *    until its subscription is destroyed (which gives every block back);
+ *    kernels that read a view must be done (their stream synchronised)
+ *    before it is released. A loan's pointer is the publisher's until it
+ *    is published or discarded.
+ *  - Limits: the other fields of a message (its CDR without the device
+ *    field) take at most 64 KiB.
+ *
  * Every function returns an rmw_ret_t value: 0 (RMW_RET_OK), 1
- * (RMW_RET_ERROR), 3 (RMW_RET_UNSUPPORTED), 10 (RMW_RET_BAD_ALLOC), 11
- * (RMW_RET_INVALID_ARGUMENT), 12 (RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
+ * (RMW_RET_ERROR), 2 (RMW_RET_TIMEOUT), 3 (RMW_RET_UNSUPPORTED), 10
+ * (RMW_RET_BAD_ALLOC: a full pool), 11 (RMW_RET_INVALID_ARGUMENT), 12
+ * (RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
  * rgaps_gpu_last_error_v1() says why (per thread), and the rmw's error
  * state (rcutils) is set as for any rmw call. All functions are thread safe.
  */
@@ -124,9 +133,10 @@ int32_t rgaps_gpu_subscription_set_device_v1(const void *subscription, const cha
  * field holds the ticket; the field is emptied) ... */
 int32_t rgaps_gpu_subscription_claim_message_v1(const void *subscription, void *ros_message, rgaps_gpu_view_v1 *view);
 /* ... or from the ticket's bytes (Python hands these over). A ticket can be
- * claimed once. Tickets of messages taken but never claimed are released
- * oldest first beyond RGAPS_GPU_UNCLAIMED (64) per subscription; claiming
- * one of those is RMW_RET_ERROR ("expired"). */
+ * claimed once. Unclaimed tickets are released oldest first beyond 64 per
+ * subscription, or beyond its KEEP_LAST depth if that is smaller; claiming
+ * one of those is RMW_RET_ERROR ("expired"). Ids of loans and views are
+ * unique in the process: one handed to another endpoint is refused. */
 int32_t rgaps_gpu_subscription_claim_v1(const void *subscription, const uint8_t *ticket, size_t ticket_len,
 	rgaps_gpu_view_v1 *view);
 

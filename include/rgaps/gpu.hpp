@@ -20,6 +20,7 @@
 #ifndef RGAPS_GPU_HPP_
 #define RGAPS_GPU_HPP_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,7 +61,7 @@ inline const void * rmw_handle(rclcpp::SubscriptionBase & sub)
 template<class MsgT>
 DeviceLoan borrow_device(rclcpp::Publisher<MsgT> & pub, uint64_t bytes)
 {
-  return DeviceLoan(rmw_handle(pub), bytes);
+  return DeviceLoan(rmw_handle(pub), bytes, pub.get_publisher_handle());
 }
 
 // publish publishes meta with its device field replaced by the loan. stream:
@@ -89,20 +90,29 @@ typename rclcpp::Subscription<MsgT>::SharedPtr create_device_subscription(
   const char * field = nullptr,
   const rclcpp::SubscriptionOptions & options = rclcpp::SubscriptionOptions())
 {
-  auto handle = std::make_shared<const void *>(nullptr);
+  // The rmw handle, once the subscription is a device subscription, and
+  // rcl's handle, which every view holds: a view kept past the
+  // subscription keeps the rmw subscription alive until it is released.
+  struct State {
+    std::atomic<const void *> rmw{nullptr};
+    std::shared_ptr<const void> rcl;
+  };
+  auto state = std::make_shared<State>();
   auto sub = node->template create_subscription<MsgT>(
     topic, qos,
-    [handle, cb = std::forward<CallbackT>(callback)](std::unique_ptr<MsgT> msg) {
-      if (*handle == nullptr) {
+    [state, cb = std::forward<CallbackT>(callback)](std::unique_ptr<MsgT> msg) {
+      const void * h = state->rmw.load(std::memory_order_acquire);
+      if (h == nullptr) {
         return;  // taken before it became a device subscription: not a ticket
       }
-      DeviceView view(*handle, msg.get());
+      DeviceView view(h, msg.get(), state->rcl);
       cb(static_cast<const MsgT &>(*msg), std::move(view));
     },
     options);
   const void * h = rmw_handle(*sub);
   make_device_subscription(h, field);
-  *handle = h;
+  state->rcl = sub->get_subscription_handle();
+  state->rmw.store(h, std::memory_order_release);
   return sub;
 }
 

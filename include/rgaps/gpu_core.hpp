@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -101,17 +102,21 @@ private:
 class DeviceLoan {
 public:
   DeviceLoan() = default;
-  DeviceLoan(const void * rmw_publisher, uint64_t bytes) : pub_(rmw_publisher)
+  // keep (optional) is held as long as the loan: what keeps the rmw
+  // publisher alive (gpu.hpp passes rclcpp's publisher handle).
+  DeviceLoan(const void * rmw_publisher, uint64_t bytes, std::shared_ptr<const void> keep = nullptr)
+  : pub_(rmw_publisher), keep_(std::move(keep))
   {
     const Api & api = Api::get();
     api.check(api.borrow(pub_, bytes, &loan_), "borrowing a device block");
   }
-  DeviceLoan(DeviceLoan && o) noexcept : pub_(o.pub_), loan_(o.loan_) {o.pub_ = nullptr;}
+  DeviceLoan(DeviceLoan && o) noexcept : pub_(o.pub_), keep_(std::move(o.keep_)), loan_(o.loan_) {o.pub_ = nullptr;}
   DeviceLoan & operator=(DeviceLoan && o) noexcept
   {
     if (this != &o) {
       reset();
       pub_ = o.pub_;
+      keep_ = std::move(o.keep_);
       loan_ = o.loan_;
       o.pub_ = nullptr;
     }
@@ -136,6 +141,7 @@ public:
     }
     const void * p = pub_;
     pub_ = nullptr;
+    std::shared_ptr<const void> keep = std::move(keep_);
     const Api & api = Api::get();
     api.check(api.publish(p, ros_message, field, &loan_, stream), "publishing");
   }
@@ -146,21 +152,27 @@ public:
       Api::get().discard(pub_, &loan_);
       pub_ = nullptr;
     }
+    keep_.reset();
   }
 
 private:
   const void * pub_ = nullptr;
+  std::shared_ptr<const void> keep_;
   rgaps_gpu_loan_v1 loan_{};
 };
 
 // DeviceView is a received block: read-only, valid until it goes out of
 // scope (or reset()); it may be moved to keep the block past a callback.
+// Kernels that read it must be done before it goes (synchronise their
+// stream first): the block then returns to the pool for the next message.
 class DeviceView {
 public:
   DeviceView() = default;
   // Claims the view of a message a device subscription took (its device
-  // field holds the ticket, emptied here).
-  DeviceView(const void * rmw_subscription, void * ros_message) : sub_(rmw_subscription)
+  // field holds the ticket, emptied here). keep (optional) is held as long
+  // as the view: what keeps the rmw subscription alive.
+  DeviceView(const void * rmw_subscription, void * ros_message, std::shared_ptr<const void> keep = nullptr)
+  : sub_(rmw_subscription), keep_(std::move(keep))
   {
     const Api & api = Api::get();
     int32_t rc = api.claim_message(sub_, ros_message, &view_);
@@ -169,12 +181,13 @@ public:
       api.check(rc, "claiming the message's device block");
     }
   }
-  DeviceView(DeviceView && o) noexcept : sub_(o.sub_), view_(o.view_) {o.sub_ = nullptr;}
+  DeviceView(DeviceView && o) noexcept : sub_(o.sub_), keep_(std::move(o.keep_)), view_(o.view_) {o.sub_ = nullptr;}
   DeviceView & operator=(DeviceView && o) noexcept
   {
     if (this != &o) {
       reset();
       sub_ = o.sub_;
+      keep_ = std::move(o.keep_);
       view_ = o.view_;
       o.sub_ = nullptr;
     }
@@ -196,10 +209,12 @@ public:
       Api::get().release(sub_, &view_);
       sub_ = nullptr;
     }
+    keep_.reset();
   }
 
 private:
   const void * sub_ = nullptr;
+  std::shared_ptr<const void> keep_;
   rgaps_gpu_view_v1 view_{};
 };
 

@@ -15,8 +15,11 @@ Loans and views export their bytes as a one-dimensional uint8 array through
 DLPack (__dlpack__, __dlpack_device__: torch.from_dlpack, cupy.from_dlpack,
 numpy.from_dlpack for host memory) and __cuda_array_interface__ (version 3;
 __array_interface__ for host memory). A view is read-only: other
-subscribers read the same bytes. The block stays held while the view or any
-array made from it lives, or until view.release().
+subscribers read the same bytes (DLPack 0.8 cannot say so; the array
+interfaces do). The block stays held while the view or any array made from
+it lives, or until view.release(), and at most until the subscription is
+destroyed; work queued on it (kernels reading it) must be done before
+then: the block goes back to the pool for the next message.
 
 Without a GPU the same calls work on host memory (on_device is False). The
 module is pure Python over the C entry points of librmw_rgaps.so
@@ -200,13 +203,14 @@ class Loan(_Block):
         s = _Loan()
         api.check(api.publisher_borrow(self._h, nbytes, ctypes.byref(s)), 'borrowing %d bytes' % nbytes)
         super().__init__(s, False)
-        self._type = publisher.msg_type
+        self._entity = publisher
 
     def discard(self):
         if self._s.id:
             api = _Api.get()
-            api.check(api.publisher_discard(self._h, ctypes.byref(self._s)), 'discarding the loan')
+            rc = _while_alive(self._entity, lambda: api.publisher_discard(self._h, ctypes.byref(self._s)))
             self._s.id = 0
+            api.check(rc, 'discarding the loan')
 
     def __del__(self):
         try:
@@ -218,24 +222,46 @@ class Loan(_Block):
 class View(_Block):
     """A received block (read-only), held until released or garbage collected."""
 
-    def __init__(self, handle, ticket):
+    def __init__(self, subscription, handle, ticket):
         api = _Api.get()
         s = _View()
         api.check(api.subscription_claim(handle, ticket, len(ticket), ctypes.byref(s)), 'claiming the view')
         super().__init__(s, True)
         self._h = handle
+        self._entity = subscription
 
     def release(self):
+        """Gives the block back. Work queued on it (kernels reading it) must be done first."""
         if self._s.id:
             api = _Api.get()
-            api.check(api.subscription_release(self._h, ctypes.byref(self._s)), 'releasing the view')
+            rc = _while_alive(self._entity, lambda: api.subscription_release(self._h, ctypes.byref(self._s)))
             self._s.id = 0
+            api.check(rc, 'releasing the view')
 
     def __del__(self):
         try:
             self.release()
         except Exception:
             pass
+
+
+def _while_alive(entity, call):
+    """call() while the rclpy entity's handle is alive; 0 (nothing to do) once it
+    was destroyed: destroying a subscription or publisher gives its blocks back."""
+    try:
+        with entity.handle:
+            return call()
+    except Exception as e:  # rclpy's InvalidHandle: the entity was destroyed
+        if type(e).__name__ == 'InvalidHandle':
+            return 0
+        raise
+
+
+def _field_bytes(value):
+    """The bytes of a uint8[] (array of ints) or byte[] (list of 1-byte bytes) field."""
+    if len(value) and isinstance(value[0], bytes):
+        return b''.join(value)
+    return bytes(value)
 
 
 def borrow(publisher, nbytes):
@@ -282,9 +308,9 @@ def create_device_subscription(node, msg_type, topic, callback, qos_profile, fie
         h = state.get('h')
         if h is None:
             return  # taken before it became a device subscription
-        ticket = bytes(getattr(msg, name))
+        ticket = _field_bytes(getattr(msg, name))
         setattr(msg, name, [])
-        callback(msg, View(h, ticket))
+        callback(msg, View(sub, h, ticket))
 
     sub = node.create_subscription(msg_type, topic, on_message, qos_profile, **kwargs)
     api = _Api.get()
@@ -292,3 +318,4 @@ def create_device_subscription(node, msg_type, topic, callback, qos_profile, fie
     api.check(api.subscription_set_device(h, name.encode() if field else None), 'making a device subscription')
     state['h'] = h
     return sub
+

@@ -317,7 +317,7 @@ static void test_errors(void)
 	CHECK_ERR(api.borrow(NULL, 16, &l), RMW_RET_INVALID_ARGUMENT);
 	CHECK_ERR(api.borrow(sp, 16, &l), RMW_RET_INVALID_ARGUMENT);        /* no uint8[] field */
 	CHECK_ERR(api.set_device(ss, NULL), RMW_RET_INVALID_ARGUMENT);       /* the same */
-	CHECK_ERR(api.set_device(ss, "data"), RMW_RET_ERROR);                /* a string, not bytes */
+	CHECK_ERR(api.set_device(ss, "data"), RMW_RET_INVALID_ARGUMENT);     /* a string, not bytes */
 	rmw_publisher_t fake = *p;
 	fake.implementation_identifier = "rmw_cyclonedds_cpp";
 	CHECK_ERR(api.borrow(&fake, 16, &l), RMW_RET_INCORRECT_RMW_IMPLEMENTATION);
@@ -336,6 +336,80 @@ static void test_errors(void)
 	CHECK_RC(rmw_destroy_publisher(node, sp), RMW_RET_OK);
 	CHECK_RC(rmw_destroy_publisher(node, p), RMW_RET_OK);
 	h_pass("bad_arguments");
+}
+
+/* rgaps_test/msg/Stereo: uint8[] left, uint32 id, uint8[] right: two byte
+ * fields and none named data, so the device field must be named. */
+typedef struct Stereo {
+	rosidl_runtime_c__uint8__Sequence left;
+	uint32_t id;
+	rosidl_runtime_c__uint8__Sequence right;
+} Stereo;
+
+static void Stereo_init(void *p, int how)
+{
+	(void)how;
+	memset(p, 0, sizeof(Stereo));
+}
+
+static void Stereo_fini(void *p)
+{
+	Stereo *m = p;
+	free(m->left.data);
+	free(m->right.data);
+	memset(m, 0, sizeof *m);
+}
+
+static const rosidl_typesupport_introspection_c__MessageMember Stereo_members[] = {
+	H_M(Stereo, left, RGAPS_TYPE_UINT8, true, 0, h_resize_uint8, h_size_uint8),
+	H_SCALAR(Stereo, id, RGAPS_TYPE_UINT32),
+	H_M(Stereo, right, RGAPS_TYPE_UINT8, true, 0, h_resize_uint8, h_size_uint8),
+};
+H_TYPE("rgaps_test__msg", Stereo)
+
+static void test_named_field(void)
+{
+	rmw_publisher_t *p = rmw_create_publisher(node, &Stereo_ts, "/gpu_stereo", &h_qos_default, &po);
+	rmw_subscription_t *cpu = rmw_create_subscription(node, &Stereo_ts, "/gpu_stereo", &h_qos_default, &so);
+	rmw_subscription_t *dev = rmw_create_subscription(node, &Stereo_ts, "/gpu_stereo", &h_qos_default, &so);
+	MUST(p && cpu && dev);
+	CHECK_ERR(api.set_device(dev, NULL), RMW_RET_ERROR); /* which one? */
+	CHECK_RC(api.set_device(dev, "right"), RMW_RET_OK);
+	size_t matched = 0;
+	CHECK(H_EVENTUALLY(rmw_publisher_count_matched_subscriptions(p, &matched) == RMW_RET_OK && matched == 2, 2000));
+	Stereo meta, in;
+	Stereo_init(&meta, 0);
+	Stereo_init(&in, 0);
+	meta.id = 11;
+	h_resize_uint8(&meta.left, 3);
+	memcpy(meta.left.data, "abc", 3);
+	rgaps_gpu_loan_v1 l;
+	CHECK_RC(api.borrow(p, 5000, &l), RMW_RET_OK);
+	CHECK_ERR(api.publish(p, &meta, NULL, &l, NULL), RMW_RET_ERROR); /* no default field */
+	CHECK_RC(api.borrow(p, 5000, &l), RMW_RET_OK);
+	fill(&l, 11);
+	CHECK_RC(api.publish(p, &meta, "right", &l, NULL), RMW_RET_OK);
+	bool taken = false;
+	CHECK(h_wait_sub(ws, cpu, 2000));
+	CHECK_RC(rmw_take(cpu, &in, &taken, NULL), RMW_RET_OK);
+	CHECK(taken && in.id == 11 && in.left.size == 3 && memcmp(in.left.data, "abc", 3) == 0 && in.right.size == 5000);
+	int ok = 1;
+	for (size_t i = 0; ok && i < in.right.size; i++)
+		ok = in.right.data[i] == (uint8_t)(i * 7 + 11);
+	CHECK(ok);
+	rgaps_gpu_view_v1 v;
+	CHECK(h_wait_sub(ws, dev, 2000));
+	CHECK_RC(rmw_take(dev, &in, &taken, NULL), RMW_RET_OK);
+	CHECK(taken && in.id == 11 && in.left.size == 3 && in.right.size == RGAPS_GPU_TICKET_SIZE);
+	CHECK_RC(api.claim_message(dev, &in, &v), RMW_RET_OK);
+	CHECK(view_ok(&v, 11, 5000) && in.right.size == 0);
+	CHECK_RC(api.release(dev, &v), RMW_RET_OK);
+	Stereo_fini(&meta);
+	Stereo_fini(&in);
+	CHECK_RC(rmw_destroy_subscription(node, dev), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_subscription(node, cpu), RMW_RET_OK);
+	CHECK_RC(rmw_destroy_publisher(node, p), RMW_RET_OK);
+	h_pass("named_device_field");
 }
 
 /* Pool exhaustion: RGAPS_POOL_SIZE is 16 MiB in the tests. A RELIABLE
@@ -368,6 +442,7 @@ static int local(void)
 	test_serialized_fields();
 	test_tickets();
 	test_errors();
+	test_named_field();
 	test_exhaustion();
 	return 0;
 }

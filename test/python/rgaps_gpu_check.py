@@ -55,7 +55,7 @@ def main():
     rclpy.init()
     node = Node('rgaps_gpu_check')
     views, plain = [], []
-    rgaps_gpu.create_device_subscription(node, UInt8MultiArray, '/py_gpu', lambda m, v: views.append((m, v)), 10)
+    dsub = rgaps_gpu.create_device_subscription(node, UInt8MultiArray, '/py_gpu', lambda m, v: views.append((m, v)), 10)
     node.create_subscription(UInt8MultiArray, '/py_gpu', plain.append, 10)
     pub = node.create_publisher(UInt8MultiArray, '/py_gpu', 10)
     deadline = time.time() + 5
@@ -79,6 +79,21 @@ def main():
         check(bytes(p.data) == pattern_host(sizes[seq], seq).tobytes(), 'ordinary message %d' % seq)
         v.release()
     print('PASS publish_to_device_and_ordinary_subscribers')
+    # A view kept past its subscription: releasing it later is harmless
+    # (destroying the subscription gave the block back).
+    views.clear()
+    loan = rgaps_gpu.borrow(pub, 128)
+    write(loan, 7)
+    rgaps_gpu.publish(pub, UInt8MultiArray(), loan)
+    deadline = time.time() + 10
+    while not views and time.time() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    check(len(views) == 1, 'a view to keep')
+    node.destroy_subscription(dsub)
+    for _, v in views:
+        v.release()
+    views.clear()
+    print('PASS view_released_after_its_subscription')
     # A loan given back, and the errors a user meets.
     loan = rgaps_gpu.borrow(pub, 64)
     loan.discard()

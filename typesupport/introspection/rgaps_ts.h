@@ -89,6 +89,10 @@ int rgaps_ts_deserialize(const rgaps_ts *t, const uint8_t *buf, size_t len, void
  * and rgaps_ts_deserialize_detached of rgaps_ts_serialize(m) followed by
  * rgaps_ts_set_member_bytes(buf + *data_off, *data_len) gives m again. */
 
+/* How many top-level members are sequences of uint8, octet or char (the
+ * members rgaps_ts_byte_member can name); 0 for a NULL type. */
+size_t rgaps_ts_byte_member_count(const rgaps_ts *t);
+
 /* The index in the type's members of a byte member: name non-NULL, the
  * member of that name, which must be a byte sequence; name NULL, the
  * default rule: the member named "data" if it is a byte sequence, else the

@@ -31,6 +31,12 @@ static const field *byte_field(const rgaps_ts *t, uint32_t member, const char *f
   return f;
 }
 
+size_t rgaps_ts_byte_member_count(const rgaps_ts *t) {
+  size_t n = 0;
+  for (uint32_t i = 0; t && i < t->nfields; i++) n += is_byte_seq(&t->fields[i]) != 0;
+  return n;
+}
+
 int rgaps_ts_byte_member(const rgaps_ts *t, const char *name, uint32_t *index) {
   if (!t || !index) return fail(RGAPS_TS_INVALID_ARG, "rgaps_ts_byte_member: NULL argument");
   const char *want = name ? name : "data";
