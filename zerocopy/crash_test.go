@@ -207,20 +207,7 @@ func TestKilledHoldersLeakNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, k := range kids {
-			k.Expect(t, "holding", 30*time.Second)
-		}
-		if poolFull(p.t) {
-			t.Fatal("pool full while samples are held")
-		}
-		for _, k := range kids {
-			k.Cmd.Process.Kill()
-			k.Wait(10 * time.Second)
-		}
-		testutil.Eventually(t, 10*time.Second, "dead holders reclaimed", func() bool {
-			d.Reclaim()
-			return poolFull(p.t)
-		})
+		killHoldersAndReclaim(t, d, p, kids)
 	}
 	if err := p.t.alloc.Check(); err != nil {
 		t.Fatal(err)
@@ -491,4 +478,25 @@ func TestCleanStaleAfterCrash(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(shm.Dir, name)); !os.IsNotExist(err) {
 		t.Fatalf("segment still there: %v", err)
 	}
+}
+
+// killHoldersAndReclaim waits until every child holds its samples (the
+// pool is not whole then), SIGKILLs them and waits until reclaiming their
+// endpoints made p's pool whole again.
+func killHoldersAndReclaim(t *testing.T, d *Domain, p *Publisher, kids []*testutil.Child) {
+	t.Helper()
+	for _, k := range kids {
+		k.Expect(t, "holding", 30*time.Second)
+	}
+	if poolFull(p.t) {
+		t.Fatal("pool full while samples are held")
+	}
+	for _, k := range kids {
+		k.Cmd.Process.Kill()
+		k.Wait(10 * time.Second)
+	}
+	testutil.Eventually(t, 10*time.Second, "dead holders reclaimed", func() bool {
+		d.Reclaim()
+		return poolFull(p.t)
+	})
 }

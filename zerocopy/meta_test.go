@@ -234,20 +234,7 @@ func TestMetaKilledHolderReclaimed(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		publishMeta(t, p, bytes.Repeat([]byte{byte(i)}, 1000*i), []byte(fmt.Sprintf("meta %d", i)))
 	}
-	for _, k := range kids {
-		k.Expect(t, "holding", 30*time.Second)
-	}
-	if poolFull(p.t) {
-		t.Fatal("pool full while samples are held")
-	}
-	for _, k := range kids {
-		k.Cmd.Process.Kill()
-		k.Wait(10 * time.Second)
-	}
-	testutil.Eventually(t, 10*time.Second, "dead holders reclaimed", func() bool {
-		d.Reclaim()
-		return poolFull(p.t)
-	})
+	killHoldersAndReclaim(t, d, p, kids)
 	if err := p.t.alloc.Check(); err != nil {
 		t.Fatal(err)
 	}
