@@ -18,6 +18,11 @@
  *   rmw_gpu holder SIZE         a device subscription that claims one
  *                              message's view, prints HELD and waits to be
  *                              killed
+ *   rmw_gpu lat_pub N SUBS SIZE, rmw_gpu lat_sub N
+ *                              latency at the rmw: the publisher stamps each
+ *                              message's text with the time before the
+ *                              publish call, each subscriber prints
+ *                              "lat NS" once it holds the view
  *   rmw_gpu refill SIZE         publishes one SIZE message, prints SENT,
  *                              waits for a line on stdin (the holder was
  *                              killed), then borrows SIZE bytes again:
@@ -545,10 +550,68 @@ static int refill_role(size_t size)
 	return 0;
 }
 
+/* ---- latency at the rmw (what rclcpp adds is measured by rgaps-bench ros) ---------------------- */
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* lat_pub N SUBS SIZE: N messages 20 ms apart, each carrying in its text
+ * the CLOCK_REALTIME ns taken right before the publish call. */
+static int lat_pub(int n, size_t subs, size_t size)
+{
+	rmw_publisher_t *p = rmw_create_publisher(node, &Chat_ts, "/gpu_lat", &h_qos_default, &po);
+	MUST(p != NULL);
+	size_t matched = 0;
+	MUST(H_EVENTUALLY(rmw_publisher_count_matched_subscriptions(p, &matched) == RMW_RET_OK && matched >= subs, 30000));
+	Chat meta;
+	Chat_init(&meta, 0);
+	for (int32_t i = 0; i < n; i++) {
+		rgaps_gpu_loan_v1 l;
+		MUST(api.borrow(p, size, &l) == RMW_RET_OK);
+		char t0[32];
+		snprintf(t0, sizeof t0, "%lld", (long long)wall_ns());
+		chat_set(&meta, i, t0, 0);
+		CHECK_RC(api.publish(p, &meta, NULL, &l, NULL), RMW_RET_OK);
+		h_sleep_ms(20);
+	}
+	Chat_fini(&meta);
+	CHECK_RC(rmw_destroy_publisher(node, p), RMW_RET_OK);
+	h_pass("lat_published");
+	return 0;
+}
+
+/* lat_sub N: a device subscription printing "lat NS" per message: from the
+ * publish call to holding the view (after rmw_wait, rmw_take, claim). */
+static int lat_sub(int n)
+{
+	rmw_subscription_t *s = rmw_create_subscription(node, &Chat_ts, "/gpu_lat", &h_qos_default, &so);
+	MUST(s != NULL && api.set_device(s, NULL) == RMW_RET_OK);
+	printf("READY\n");
+	fflush(stdout);
+	Chat in;
+	Chat_init(&in, 0);
+	for (int i = 0; i < n; i++) {
+		rgaps_gpu_view_v1 v;
+		MUST(take_view(s, &in, &v, 30000));
+		int64_t t2 = wall_ns();
+		printf("lat %lld\n", (long long)(t2 - strtoll(in.text.data, NULL, 10)));
+		CHECK_RC(api.release(s, &v), RMW_RET_OK);
+	}
+	fflush(stdout);
+	Chat_fini(&in);
+	CHECK_RC(rmw_destroy_subscription(node, s), RMW_RET_OK);
+	h_pass("lat_received");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rmw_gpu local | pub N SUBS SIZE | cpu_sub N SIZE | dev_sub N SIZE | holder SIZE | refill SIZE\n");
+		fprintf(stderr, "usage: rmw_gpu local | pub N SUBS SIZE | cpu_sub N SIZE | dev_sub N SIZE | holder SIZE | refill SIZE | lat_pub N SUBS SIZE | lat_sub N\n");
 		return 2;
 	}
 	h_init(&ctx, &opts, h_allocator());
@@ -569,6 +632,10 @@ int main(int argc, char **argv)
 		rc = holder_role(strtoul(argv[2], NULL, 10));
 	else if (strcmp(argv[1], "refill") == 0 && argc == 3)
 		rc = refill_role(strtoul(argv[2], NULL, 10));
+	else if (strcmp(argv[1], "lat_pub") == 0 && argc == 5)
+		rc = lat_pub(atoi(argv[2]), strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10));
+	else if (strcmp(argv[1], "lat_sub") == 0 && argc == 3)
+		rc = lat_sub(atoi(argv[2]));
 	else
 		fprintf(stderr, "unknown role %s\n", argv[1]);
 	CHECK_RC(rmw_destroy_wait_set(ws), RMW_RET_OK);
