@@ -261,8 +261,22 @@ func newWorld(t *testing.T, provider string, netns bool, flags ...string) *world
 				t.Error(err)
 				continue
 			}
-			if _, err := d.CleanStale(); err != nil {
-				t.Error(err)
+			// A killed process may take a moment to be gone for good (its
+			// endpoints then still look alive): clean until nothing of the
+			// world is left, or say what stays and why.
+			var kept []zerocopy.CleanEntry
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				ents, err := d.Clean()
+				if err != nil {
+					t.Error(err)
+				}
+				kept = slices.DeleteFunc(ents, func(e zerocopy.CleanEntry) bool { return e.Removed })
+				if len(kept) == 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			for _, e := range kept {
+				t.Logf("world cleanup: %+v kept", e)
 			}
 			d.Close()
 		}
