@@ -133,7 +133,7 @@ func rmwBuild(t testing.TB) *rmwKit {
 	out := filepath.Join(k.dir, "rmw_cpp")
 	if b, err := exec.Command(cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
 		"-I"+filepath.Join(root, "rmw", "include"), "-I"+filepath.Join(root, "rmw"),
-		"-I"+filepath.Join(root, "typesupport", "introspection"),
+		"-I"+filepath.Join(root, "typesupport", "introspection"), "-I"+filepath.Join(root, "include"),
 		"-o", out, filepath.Join(root, "rmw", "test", "rmw_cpp.cpp"), "-L"+k.dir, "-lrmw_rgaps").CombinedOutput(); err != nil {
 		t.Fatalf("g++ rmw_cpp.cpp: %v\n%s", err, b)
 	}
