@@ -39,6 +39,13 @@ type rosSystem struct {
 
 func (s *rosSystem) Name() string { return s.name }
 
+// stagePublish is how long the publisher's publish call took (the rest of
+// a subscriber's time is delivery: waking, taking, the callback).
+const stagePublish = "publish call"
+
+// StageOrder names the stages a round reports.
+func (s *rosSystem) StageOrder() []string { return []string{stagePublish} }
+
 // prefix is host h's shared-memory prefix for the system tagged tag: the
 // caller's RGAPS_SHM_PREFIX (else rgaps) + tag + the harness's pid + a or b.
 func prefix(tag string, h int) string {
@@ -160,6 +167,9 @@ func (s *rosSystem) Round(size int64, n int) (r benche2e.Round, err error) {
 	t0, err := strconv.ParseInt(sent[1], 10, 64)
 	if err != nil {
 		return r, err
+	}
+	if t1, err := strconv.ParseInt(sent[2], 10, 64); err == nil {
+		r.Stages = map[string]time.Duration{stagePublish: time.Duration(t1 - t0)}
 	}
 	var bad []error
 	for i, p := range s.subs {
