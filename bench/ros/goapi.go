@@ -96,6 +96,9 @@ func (s *goSystem) Round(size int64, n int) (r benche2e.Round, err error) {
 	if err := s.pub.Call(rq, &pr); err != nil {
 		return r, err
 	}
+	if pr.T1 > 0 {
+		r.Stages = map[string]time.Duration{stagePublish: time.Duration(pr.T1 - pr.T0)}
+	}
 	want := benche2e.ExpectedChecksum(size, benche2e.SeedOf(s.seq))
 	var bad []error
 	for i, p := range s.subs {
