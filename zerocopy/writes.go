@@ -37,10 +37,15 @@ func (l *Loan) waitDevice() error {
 	return nil
 }
 
-// waitStream records an event on the application's stream and waits for
-// it (cuEventSynchronize): the work queued on that stream so far is done,
-// nothing else is waited for. Events are kept for reuse.
+// waitStream waits until the work queued on the application's stream so
+// far is done, and for nothing else: at once if the stream is idle already
+// (cuStreamQuery, the usual case of a frame finished before its publish),
+// else by an event recorded on it (cuEventSynchronize). Events are kept
+// for reuse.
 func (d *Domain) waitStream(dev *cuda.Device, stream uintptr) error {
+	if idle, err := dev.StreamIdle(stream); err == nil && idle {
+		return nil
+	}
 	d.gpuMu.Lock()
 	var ev *cuda.Event
 	if n := len(d.streamEvents); n > 0 {

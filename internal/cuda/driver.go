@@ -116,6 +116,7 @@ static long rg_layout(int what) {
 	X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle") \
 	X(cuStreamCreate, "cuStreamCreate") \
 	X(cuStreamSynchronize, "cuStreamSynchronize") \
+	X(cuStreamQuery, "cuStreamQuery") \
 	X(cuStreamDestroy, "cuStreamDestroy_v2") \
 	X(cuEventCreate, "cuEventCreate") \
 	X(cuEventRecord, "cuEventRecord") \
@@ -328,6 +329,7 @@ static CUresult rg_cuStreamCreate(uintptr_t ctx, uintptr_t *s, unsigned flags) {
 }
 
 static CUresult rg_cuStreamSynchronize(uintptr_t ctx, uintptr_t s) { BIND(ctx); return FN(cuStreamSynchronize, (CUstream))((CUstream)s); }
+static CUresult rg_cuStreamQuery(uintptr_t ctx, uintptr_t s) { BIND(ctx); return FN(cuStreamQuery, (CUstream))((CUstream)s); }
 static CUresult rg_cuStreamDestroy(uintptr_t ctx, uintptr_t s) { BIND(ctx); return FN(cuStreamDestroy, (CUstream))((CUstream)s); }
 
 static CUresult rg_cuEventCreate(uintptr_t ctx, uintptr_t *e, unsigned flags) {
@@ -751,6 +753,10 @@ func cuStreamCreate(ctx uintptr, flags uint32) (uintptr, error) {
 
 func cuStreamSynchronize(ctx, s uintptr) error {
 	return check(C.RG_cuStreamSynchronize, C.rg_cuStreamSynchronize(C.uintptr_t(ctx), C.uintptr_t(s)))
+}
+
+func cuStreamQuery(ctx, s uintptr) error {
+	return check(C.RG_cuStreamQuery, C.rg_cuStreamQuery(C.uintptr_t(ctx), C.uintptr_t(s)))
 }
 
 func cuStreamDestroy(ctx, s uintptr) error {

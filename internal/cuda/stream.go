@@ -146,6 +146,18 @@ func (e *Event) Synchronize() error {
 	return e.dev.call(func(ctx uintptr) error { return cuEventSynchronize(ctx, e.handle()) })
 }
 
+// StreamIdle reports whether all work queued so far on a raw CUstream
+// handle of d's context (an application's stream; 0: the legacy default
+// stream) is done, without waiting (cuStreamQuery).
+func (d *Device) StreamIdle(stream uintptr) (bool, error) {
+	err := d.call(func(ctx uintptr) error { return cuStreamQuery(ctx, stream) })
+	var ce *Error
+	if errors.As(err, &ce) && ce.Code == CodeNotReady {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Done reports whether the event has completed, without waiting.
 func (e *Event) Done() (bool, error) {
 	err := e.dev.call(func(ctx uintptr) error { return cuEventQuery(ctx, e.handle()) })
