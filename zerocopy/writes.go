@@ -5,9 +5,9 @@ import "github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 // WritesOn declares that the device writes into the loan (kernels given
 // DevicePtr, asynchronous copies) were queued on stream: a raw CUstream of
 // this process's primary context of Config.Device, 0 for the legacy
-// default stream. Publish and PublishAs then record an event on that
-// stream and wait for that event alone, instead of the whole context
-// (cuCtxSynchronize), even if DevicePtr was handed out. The writes must
+// default stream. Publish and PublishAs then wait for that stream alone
+// (nothing if it is idle, else an event recorded on it), instead of the
+// whole context (cuCtxSynchronize), even if DevicePtr was handed out. The writes must
 // all be queued on it before Publish. Synchronous and device-to-device
 // copies into the loan (Loan.CopyIn of a device loan, PublishFrom) still
 // synchronise the context. Without a GPU it does nothing.
