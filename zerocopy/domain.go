@@ -380,11 +380,13 @@ func (d *Domain) cleanTopic(name string) (ent CleanEntry, ok bool) {
 	}
 	defer seg.Close()
 	t, err := attachTopic(d, seg, "")
-	if errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrVersion) {
+		// Another version's segment is only ours to remove once nobody
+		// maps it (left by an older build: an upgrade).
 		return d.removeDamaged(name, err), true
 	}
 	if err != nil {
-		ent.Reason = err.Error() // another version: not ours to judge
+		ent.Reason = err.Error()
 		return ent, true
 	}
 	var terr error
@@ -453,20 +455,20 @@ func (d *Domain) removeDamaged(name string, cause error) CleanEntry {
 func removeUnused(cfg Config, name string, cause error) error {
 	dev, ino, _, err := shm.Inspect(name, cfg.access())
 	if err != nil {
-		return fmt.Errorf("%v (%v)", cause, err)
+		return fmt.Errorf("%w (%v)", cause, err)
 	}
 	if users := shm.Users(dev, ino); len(users) > 0 {
 		var who []string
 		for _, p := range users {
 			who = append(who, fmt.Sprintf("%d (%s)", p, shm.Comm(p)))
 		}
-		return fmt.Errorf("%v; in use by pid %s: remove it once they are gone", cause, strings.Join(who, ", "))
+		return fmt.Errorf("%w; in use by pid %s: remove it once they are gone", cause, strings.Join(who, ", "))
 	}
 	if err := shm.RemoveIf(name, dev, ino); err != nil {
-		return fmt.Errorf("%v (removing it: %v)", cause, err)
+		return fmt.Errorf("%w (removing it: %v)", cause, err)
 	}
 	if lg := cfg.Logger; lg != nil {
-		lg.Warn("removed a damaged shared-memory segment nobody used", "segment", name, "cause", cause.Error())
+		lg.Warn("removed an unusable shared-memory segment nobody used", "segment", name, "cause", cause.Error())
 	}
 	return nil
 }

@@ -124,6 +124,13 @@ func openGraph(cfg Config) (*graph, error) {
 				removeDamagedGraph(cfg, name, dev, ino, err)
 				continue
 			}
+			if errors.Is(err, ErrVersion) {
+				// Left by another build (an upgrade): replaced when no
+				// process maps it any more, else the error names its users.
+				if err = removeUnused(cfg, name, err); err == nil {
+					continue
+				}
+			}
 			return nil, err
 		}
 		return g, nil

@@ -182,6 +182,13 @@ func openTopic(d *Domain, topic, typ string, kind PoolKind) (*Topic, error) {
 		t, err := attachTopic(d, seg, topic)
 		if err != nil {
 			seg.Close()
+			if errors.Is(err, ErrVersion) {
+				// Left by another build (an upgrade): replaced when no
+				// process maps it any more, else the error names its users.
+				if err = removeUnused(d.cfg, name, err); err == nil {
+					continue
+				}
+			}
 			return nil, fmt.Errorf("topic %s: %w", topic, err)
 		}
 		t.created = created
