@@ -95,6 +95,19 @@ func takeOne(t testing.TB, r *Reader) Sample {
 	return Sample{}
 }
 
+// pair makes a writer (with wo) and a default reader on a String-typed
+// or other topic of p.
+func pair(t testing.TB, p *Participant, topic, typ string, wo EndpointOptions) (*Writer, *Reader) {
+	t.Helper()
+	tp, err := p.Topic(topic, typ)
+	must(t, err)
+	w, err := tp.NewWriter(wo)
+	must(t, err)
+	r, err := tp.NewReader(EndpointOptions{QoS: qos.Default()})
+	must(t, err)
+	return w, r
+}
+
 func TestRoundTripInProcess(t *testing.T) {
 	requireDDS(t)
 	p := openTest(t)
@@ -105,12 +118,7 @@ func TestRoundTripInProcess(t *testing.T) {
 		{"/rgaps_test_string", "std_msgs/msg/String", [][]byte{stringCDR("hello"), stringCDR("Hello World: 12"), stringCDR("")}},
 		{"/rgaps_test_blob", "rgaps_test/msg/Blob", [][]byte{blobCDR(4<<20, 1), blobCDR(4<<20+1, 2)}},
 	} {
-		tp, err := p.Topic(c.topic, c.typ)
-		must(t, err)
-		w, err := tp.NewWriter(EndpointOptions{QoS: qos.Default()})
-		must(t, err)
-		r, err := tp.NewReader(EndpointOptions{QoS: qos.Default()})
-		must(t, err)
+		w, r := pair(t, p, c.topic, c.typ, EndpointOptions{QoS: qos.Default()})
 		waitMatched(t, "writer", w.Matched)
 		before := time.Now()
 		for _, m := range c.msgs {
@@ -139,12 +147,7 @@ func head(b []byte) []byte { return b[:min(len(b), 16)] }
 func TestWriteAt(t *testing.T) {
 	requireDDS(t)
 	p := openTest(t)
-	tp, err := p.Topic("/rgaps_test_ts", "std_msgs/msg/String")
-	must(t, err)
-	w, err := tp.NewWriter(EndpointOptions{QoS: qos.Default()})
-	must(t, err)
-	r, err := tp.NewReader(EndpointOptions{QoS: qos.Default()})
-	must(t, err)
+	w, r := pair(t, p, "/rgaps_test_ts", "std_msgs/msg/String", EndpointOptions{QoS: qos.Default()})
 	waitMatched(t, "writer", w.Matched)
 	at := time.Unix(1700000000, 123456789)
 	must(t, w.WriteAt(stringCDR("x"), at))
@@ -216,12 +219,7 @@ func TestQoSMapping(t *testing.T) {
 func TestDiscoveryListsEndpoints(t *testing.T) {
 	requireDDS(t)
 	p := openTest(t)
-	tp, err := p.Topic("/rgaps_test_disc", "std_msgs/msg/String")
-	must(t, err)
-	w, err := tp.NewWriter(EndpointOptions{QoS: qos.SensorData(), UserData: []byte("typehash=x;")})
-	must(t, err)
-	r, err := tp.NewReader(EndpointOptions{QoS: qos.Default()})
-	must(t, err)
+	w, r := pair(t, p, "/rgaps_test_disc", "std_msgs/msg/String", EndpointOptions{QoS: qos.SensorData(), UserData: []byte("typehash=x;")})
 	var found [2]bool
 	testutil.Eventually(t, 10*time.Second, "own endpoints listed", func() bool {
 		eps, err := p.Endpoints()

@@ -75,14 +75,20 @@ static void rgd_sd_free(struct ddsi_serdata *dc) {
 
 static bool rgd_sd_eqkey(const struct ddsi_serdata *a, const struct ddsi_serdata *b) { return true; }
 
-static struct ddsi_serdata *rgd_sd_from_ser(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, const struct nn_rdata *frag, size_t size) {
+// rgd_sd_for_ser makes the serdata a received sample of size bytes goes
+// into (an empty one for a key); NULL for a size no message has.
+static struct rgd_serdata *rgd_sd_for_ser(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, size_t size) {
 	if (k != SDK_DATA)
-		return &rgd_sd_new(t, k, 0)->c;
+		return rgd_sd_new(t, k, 0);
 	if (size < 4 || size > UINT32_MAX)
 		return NULL;
-	struct rgd_serdata *d = rgd_sd_new(t, k, (uint32_t)size);
-	if (!d)
-		return NULL;
+	return rgd_sd_new(t, k, (uint32_t)size);
+}
+
+static struct ddsi_serdata *rgd_sd_from_ser(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, const struct nn_rdata *frag, size_t size) {
+	struct rgd_serdata *d = rgd_sd_for_ser(t, k, size);
+	if (!d || k != SDK_DATA)
+		return d ? &d->c : NULL;
 	// Fragments arrive in order but may overlap: copy what each adds.
 	uint32_t off = 0;
 	for (; frag && off < size; frag = frag->nextfrag) {
@@ -106,13 +112,9 @@ static struct ddsi_serdata *rgd_sd_from_ser(const struct ddsi_sertype *t, enum d
 }
 
 static struct ddsi_serdata *rgd_sd_from_ser_iov(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, ddsrt_msg_iovlen_t niov, const ddsrt_iovec_t *iov, size_t size) {
-	if (k != SDK_DATA)
-		return &rgd_sd_new(t, k, 0)->c;
-	if (size < 4 || size > UINT32_MAX)
-		return NULL;
-	struct rgd_serdata *d = rgd_sd_new(t, k, (uint32_t)size);
-	if (!d)
-		return NULL;
+	struct rgd_serdata *d = rgd_sd_for_ser(t, k, size);
+	if (!d || k != SDK_DATA)
+		return d ? &d->c : NULL;
 	size_t off = 0;
 	for (ddsrt_msg_iovlen_t i = 0; i < niov && off < size; i++) {
 		size_t n = iov[i].iov_len < size - off ? iov[i].iov_len : size - off;
