@@ -32,6 +32,9 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 { pkg-config --exists libfabric 2>/dev/null && dpkg -s libfabric-dev >/dev/null 2>&1; } || need_apt+=(libfabric-dev pkg-config)
+# Cyclone DDS 0.10.2: headers for package dds (libddsc is loaded at run time);
+# idlc (cyclonedds-tools) builds the C program of dds' interop test.
+{ dpkg -s cyclonedds-dev >/dev/null 2>&1 && command -v idlc >/dev/null 2>&1; } || need_apt+=(cyclonedds-dev cyclonedds-tools)
 # iproute2: ip(8) makes the two emulated hosts (network namespaces joined by a
 # veth pair) of the demo and of the bridge tests; without it they would fall
 # back to loopback or skip.

@@ -26,6 +26,7 @@ var unsafeOwners = map[string]bool{
 	"bridge/transport/fabric": true, // binds libfabric: contexts and buffers in C memory
 	"rmw":                     true, // librmw_rgaps: the rmw C ABI over the engine
 	"bench/iceoryx":           true, // binds iceoryx (dlopen): chunks in shared memory
+	"dds":                     true, // binds Cyclone DDS (dlopen): the raw sertype in C
 	// the C and C++ introspection walkers the rmw links (no Go API)
 	"typesupport/introspection": true,
 }
@@ -163,6 +164,9 @@ var layerRules = []layerRule{
 	{from: "cabi", deny: []string{"bridge/...", "rmw/...", "cmd/...", "typesupport/...", "bench/...", "rgapsd", ""},
 		denyStd: []string{"net", "net/...", "flag", "os/signal"}, withTests: true,
 		why: "the C-ABI layer knows the engine's errors and nothing above them: no front end, no bridge, no network"},
+	{from: "dds", deny: []string{"zerocopy", "zerocopy/tlsf", "zerocopy/gpupool", "internal/shm", "internal/cuda", "bridge/...", "typesupport/...", "bench/...", "rgapsd", "cabi", "", "rmw/...", "cmd/..."},
+		withTests: true,
+		why:       "the DDS binding carries opaque bytes: it knows ROS names and QoS (zerocopy/qos), not the engine, type support or any front end"},
 	{from: "rgapsd", deny: []string{"rmw/...", "cmd/...", "bench/...", "typesupport/...", ""}, withTests: true,
 		why: "the daemon serves every front end alike"},
 }
@@ -187,6 +191,8 @@ var importRules = []importRule{
 	{what: "internal/testutil", by: []string{"bench/util/benchtest"}, tests: true,
 		why: "test helpers are imported by tests (and test-helper packages) only"},
 	{what: "bench/util/benchtest", by: nil, tests: true, why: "test helpers are imported by tests only"},
+	{what: "dds", by: []string{"bridge/...", "rgapsd", "cmd/rgaps"}, tests: true,
+		why: "Cyclone DDS is for the daemon's DDS gateway (and its CLI): the engine, the rmw and the C API never load it"},
 }
 
 // stdOwners are the only packages whose own code may import these: a
