@@ -65,8 +65,14 @@ rmw_ret_t rgaps_decode_split(const rgaps_sub *d, uintptr_t smp, const uint8_t *d
 	if (r == RGAPS_TS_OK && device) {
 		uint8_t ticket[RGAPS_GPU_TICKET_SIZE];
 		rmw_ret_t rc = rgapsgo_sub_keep_view(d->go, smp, off, len, ticket); /* consumes smp */
-		if (rc != RMW_RET_OK)
-			return rc;
+		if (rc != RMW_RET_OK) {
+			/* Undeliverable here (device memory in a process without a GPU):
+			 * dropped, counted and logged once like a malformed message, so
+			 * an executor goes on with the next one. */
+			rgapsgo_sub_malformed(d->go, (char *)rgaps_rmw_last_error());
+			*again = 1;
+			return RMW_RET_OK;
+		}
 		/* On failure the view stays unclaimed and expires (gpu.go). */
 		return rgaps_ret_of_ts(rgaps_ts_set_member_bytes(d->ts, msg, member, ticket, sizeof ticket));
 	}
