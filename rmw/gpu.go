@@ -183,9 +183,9 @@ func newViews(depth int) *views {
 }
 
 // keep holds smp for a view of size bytes at off in its payload and
-// writes the ticket. The oldest unclaimed views beyond unclaimedViews are
-// released.
-func (vs *views) keep(d *zerocopy.Domain, smp *zerocopy.Sample, off, size uint64, ticket []byte) (err error) {
+// writes the ticket. The oldest unclaimed views beyond the table's bound
+// (most) are released.
+func (vs *views) keep(smp *zerocopy.Sample, off, size uint64, ticket []byte) (err error) {
 	v := &view{smp: smp, size: size}
 	if dp, derr := smp.DevicePtr(); derr == nil {
 		v.ptr, v.dev = uintptr(dp)+uintptr(off), true
@@ -290,7 +290,7 @@ func rgapsgo_sub_keep_view(h, smph C.uintptr_t, off, size C.uint64_t, ticket *C.
 		return fail(retError, "subscription destroyed or sample returned")
 	}
 	drop(smph)
-	if err := s.views.keep(s.d, smp, uint64(off), uint64(size), unsafe.Slice((*byte)(unsafe.Pointer(ticket)), ticketSize)); err != nil {
+	if err := s.views.keep(smp, uint64(off), uint64(size), unsafe.Slice((*byte)(unsafe.Pointer(ticket)), ticketSize)); err != nil {
 		smp.Return()
 		return report("keeping the message's block", err)
 	}
