@@ -41,9 +41,9 @@ type Gateway struct {
 	types *plainness
 
 	mu  sync.Mutex
-	out map[string]*outMirror // rgaps → DDS, by ROS topic
-	in  map[string]*inMirror  // DDS → rgaps, by ROS topic
-	bad map[string]string     // topics refused, and why (logged once)
+	out map[string]running // rgaps → DDS (outMirror), by ROS topic
+	in  map[string]running // DDS → rgaps (inMirror), by ROS topic
+	bad map[string]string  // topics refused, and why (logged once)
 }
 
 // Run runs the gateway until ctx is done. It fails at once when libddsc
@@ -98,21 +98,15 @@ func New(o Options) (*Gateway, error) {
 	}
 	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
 	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
-		out: map[string]*outMirror{}, in: map[string]*inMirror{}, bad: map[string]string{}}, nil
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}}, nil
 }
 
 // Close stops every mirror and closes the participant and the domain.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for name, m := range g.out {
-		m.stop()
-		delete(g.out, name)
-	}
-	for name, m := range g.in {
-		m.stop()
-		delete(g.in, name)
-	}
+	g.apply("to DDS", g.out, nil, nil)
+	g.apply("from DDS", g.in, nil, nil)
 	return errors.Join(g.part.Close(), g.dom.Close())
 }
 
@@ -124,12 +118,12 @@ func (g *Gateway) Refresh() {
 	if want, err := g.localWants(); err != nil {
 		g.log.Warn("reading the rgaps graph", "err", err)
 	} else {
-		g.applyOut(want)
+		g.apply("to DDS", g.out, want, g.startOut)
 	}
 	if want, err := g.ddsWants(); err != nil {
 		g.log.Warn("reading DDS discovery", "err", err)
 	} else {
-		g.applyIn(want)
+		g.apply("from DDS", g.in, want, g.startIn)
 	}
 }
 

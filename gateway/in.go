@@ -16,32 +16,7 @@ type inMirror struct {
 	own [12]byte // the gateway participant's GUID prefix
 }
 
-// applyIn makes and tears down the DDS → rgaps mirrors for want.
-func (g *Gateway) applyIn(want map[string]want) {
-	for name, m := range g.in {
-		if w, ok := want[name]; !ok || changed(m.w, w) {
-			m.stop()
-			delete(g.in, name)
-			g.log.Info("stopped carrying topic from DDS", "topic", name, "messages", m.carried.Load(), "skipped", m.skipped.Load())
-		}
-	}
-	for name, w := range want {
-		if g.in[name] != nil {
-			continue
-		}
-		m, err := g.startIn(name, w)
-		if err != nil {
-			g.refuse("from DDS", name, err)
-			continue
-		}
-		g.accepted("from DDS", name)
-		g.in[name] = m
-		g.log.Info("carrying topic from DDS", "topic", name, "type", w.typ, "dds", m.rd.Topic().Name(),
-			"reliability", w.q.Reliability.String(), "durability", w.q.Durability.String(), "plain", m.prefix != 0)
-	}
-}
-
-func (g *Gateway) startIn(name string, w want) (*inMirror, error) {
+func (g *Gateway) startIn(name string, w want) (running, error) {
 	t, err := g.part.Topic(name, w.typ)
 	if err != nil {
 		return nil, err
@@ -106,6 +81,8 @@ func (m *inMirror) publish(msg []byte) error {
 	copy(b[m.prefix:], msg)
 	return l.Publish()
 }
+
+func (m *inMirror) ddsName() string { return m.rd.Topic().Name() }
 
 // stop ends the goroutine and closes the endpoints.
 func (m *inMirror) stop() {

@@ -36,6 +36,42 @@ func (m *mirror) stopping() bool {
 	}
 }
 
+// running is a mirror of either direction.
+type running interface {
+	base() *mirror
+	ddsName() string // the DDS topic
+	stop()           // ends the goroutine, closes the endpoints
+}
+
+func (m *mirror) base() *mirror { return m }
+
+// apply makes and tears down the mirrors of one direction (have) for
+// want; start makes one.
+func (g *Gateway) apply(dir string, have map[string]running, want map[string]want, start func(string, want) (running, error)) {
+	for name, m := range have {
+		b := m.base()
+		if w, ok := want[name]; !ok || changed(b.w, w) {
+			m.stop()
+			delete(have, name)
+			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load())
+		}
+	}
+	for name, w := range want {
+		if have[name] != nil {
+			continue
+		}
+		m, err := start(name, w)
+		if err != nil {
+			g.refuse(dir, name, err)
+			continue
+		}
+		g.accepted(dir, name)
+		have[name] = m
+		g.log.Info("carrying topic", "direction", dir, "topic", name, "type", w.typ, "dds", m.ddsName(),
+			"reliability", w.q.Reliability.String(), "durability", w.q.Durability.String(), "plain", m.base().prefix != 0)
+	}
+}
+
 // changed reports whether a mirror made for have must be remade for w.
 func changed(have, w want) bool { return have.typ != w.typ || have.q != w.q }
 

@@ -20,32 +20,7 @@ type outMirror struct {
 	wr  *dds.Writer
 }
 
-// applyOut makes and tears down the rgaps → DDS mirrors for want.
-func (g *Gateway) applyOut(want map[string]want) {
-	for name, m := range g.out {
-		if w, ok := want[name]; !ok || changed(m.w, w) {
-			m.stop()
-			delete(g.out, name)
-			g.log.Info("stopped carrying topic to DDS", "topic", name, "messages", m.carried.Load(), "skipped", m.skipped.Load())
-		}
-	}
-	for name, w := range want {
-		if g.out[name] != nil {
-			continue
-		}
-		m, err := g.startOut(name, w)
-		if err != nil {
-			g.refuse("to DDS", name, err)
-			continue
-		}
-		g.accepted("to DDS", name)
-		g.out[name] = m
-		g.log.Info("carrying topic to DDS", "topic", name, "type", w.typ, "dds", m.wr.Topic().Name(),
-			"reliability", w.q.Reliability.String(), "durability", w.q.Durability.String(), "plain", m.prefix != 0)
-	}
-}
-
-func (g *Gateway) startOut(name string, w want) (*outMirror, error) {
+func (g *Gateway) startOut(name string, w want) (running, error) {
 	t, err := g.part.Topic(name, w.typ)
 	if err != nil {
 		return nil, err
@@ -104,6 +79,8 @@ func (m *outMirror) run(g *Gateway) {
 		s.Return()
 	}
 }
+
+func (m *outMirror) ddsName() string { return m.wr.Topic().Name() }
 
 // stop ends the goroutine and closes the endpoints.
 func (m *outMirror) stop() {

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/gateway"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
@@ -69,7 +71,7 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 // GPU pools already, this process runs the gateway alone.
 func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Config, topics []string, log *slog.Logger, start time.Time) error {
 	engine.Prefix, engine.Domain = o.Pool.Prefix, o.Pool.Domain
-	g, err := gateway.New(gateway.Options{Engine: engine, Topics: topics, Log: log.With("part", "dds")})
+	g, err := gateway.New(gateway.Options{Engine: engine, Topics: topics, Discovery: discovery(os.Getenv), Log: log.With("part", "dds")})
 	if err != nil {
 		return fmt.Errorf("DDS gateway: %w", err)
 	}
@@ -91,6 +93,17 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	<-served
 	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
 	return err
+}
+
+// discovery is the DDS discovery ROS 2's rmw_cyclonedds_cpp uses in this
+// environment: localhost only with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+// or ROS_LOCALHOST_ONLY=1, else Cyclone's default (multicast), as for
+// SUBNET or an unset range.
+func discovery(getenv func(string) string) dds.Discovery {
+	if getenv("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST" || getenv("ROS_LOCALHOST_ONLY") == "1" {
+		return dds.DiscoveryLocalhost
+	}
+	return dds.DiscoveryDefault
 }
 
 // patterns splits -dds-topics.
