@@ -75,7 +75,6 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	if err != nil {
 		return fmt.Errorf("DDS gateway: %w", err)
 	}
-	defer g.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan struct{})
@@ -91,6 +90,9 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	}
 	cancel()
 	<-served
+	if cerr := g.Close(); cerr != nil {
+		log.Warn("closing the DDS gateway", "err", cerr)
+	}
 	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
 	return err
 }
