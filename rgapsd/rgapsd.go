@@ -4,8 +4,9 @@
 // benchmarks start) and the test binaries that serve as the daemon all run
 // Main, so tests exercise the daemon code production runs.
 //
-// The work is bridge.Run (and, inside it, gpupool.Run); this package only
-// turns arguments into their options and writes the log. Signals are the
+// The work is bridge.Run (and, inside it, gpupool.Run) and, with -dds,
+// the DDS gateway (gateway.Run) beside it; this package only turns
+// arguments into their options and writes the log. Signals are the
 // caller's: it cancels ctx. It must not be imported by a library.
 package rgapsd
 
@@ -16,9 +17,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/gateway"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
 )
@@ -33,6 +38,8 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	fs := flag.NewFlagSet("rgaps daemon", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := bridge.BindFlags(fs, engine)
+	ddsOn := fs.Bool("dds", false, "run the DDS gateway: carry topics between rgaps and ROS 2 nodes on Cyclone DDS (needs libddsc)")
+	ddsTopics := fs.String("dds-topics", "", "DDS gateway: comma-separated glob patterns of the topics carried (default: all but /rosout and /parameter_events)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +53,9 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o.Log = log
 	start := time.Now()
+	if *ddsOn {
+		return withGateway(ctx, o, engine, patterns(*ddsTopics), log, start)
+	}
 	err = bridge.Run(ctx, o)
 	if errors.Is(err, gpupool.ErrRunning) {
 		fmt.Fprintf(stderr, "rgaps daemon: a daemon for domain %d runs already\n", o.Pool.Domain)
@@ -53,4 +63,58 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	}
 	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
 	return err
+}
+
+// withGateway runs the DDS gateway beside bridge.Run until ctx is done
+// (or the pool server idled out). The gateway starts first, so a missing
+// libddsc is an error at once; when a daemon for the domain serves the
+// GPU pools already, this process runs the gateway alone.
+func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Config, topics []string, log *slog.Logger, start time.Time) error {
+	engine.Prefix, engine.Domain = o.Pool.Prefix, o.Pool.Domain
+	g, err := gateway.New(gateway.Options{Engine: engine, Topics: topics, Discovery: discovery(os.Getenv), Log: log.With("part", "dds")})
+	if err != nil {
+		return fmt.Errorf("DDS gateway: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		g.Serve(ctx)
+	}()
+	err = bridge.Run(ctx, o)
+	if errors.Is(err, gpupool.ErrRunning) {
+		log.Info("GPU pools are served by the daemon already running; this process runs the DDS gateway", "domain", o.Pool.Domain)
+		<-ctx.Done()
+		err = nil
+	}
+	cancel()
+	<-served
+	if cerr := g.Close(); cerr != nil {
+		log.Warn("closing the DDS gateway", "err", cerr)
+	}
+	log.Info("rgaps daemon stopped", "ran", time.Since(start).Round(time.Millisecond))
+	return err
+}
+
+// discovery is the DDS discovery ROS 2's rmw_cyclonedds_cpp uses in this
+// environment: localhost only with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+// or ROS_LOCALHOST_ONLY=1, else Cyclone's default (multicast), as for
+// SUBNET or an unset range.
+func discovery(getenv func(string) string) dds.Discovery {
+	if getenv("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST" || getenv("ROS_LOCALHOST_ONLY") == "1" {
+		return dds.DiscoveryLocalhost
+	}
+	return dds.DiscoveryDefault
+}
+
+// patterns splits -dds-topics.
+func patterns(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

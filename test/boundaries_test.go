@@ -167,6 +167,9 @@ var layerRules = []layerRule{
 	{from: "dds", deny: []string{"zerocopy", "zerocopy/tlsf", "zerocopy/gpupool", "internal/shm", "internal/cuda", "bridge/...", "typesupport/...", "bench/...", "rgapsd", "cabi", "", "rmw/...", "cmd/..."},
 		withTests: true,
 		why:       "the DDS binding carries opaque bytes: it knows ROS names and QoS (zerocopy/qos), not the engine, type support or any front end"},
+	{from: "gateway", deny: []string{"bridge/...", "cabi", "internal/shm", "internal/cuda", "bench/...", "rgapsd", "", "rmw/...", "cmd/..."},
+		withTests: true,
+		why:       "the DDS gateway carries topics between the engine and dds for every front end alike, beside the bridge, not through it"},
 	{from: "rgapsd", deny: []string{"rmw/...", "cmd/...", "bench/...", "typesupport/...", ""}, withTests: true,
 		why: "the daemon serves every front end alike"},
 }
@@ -191,8 +194,10 @@ var importRules = []importRule{
 	{what: "internal/testutil", by: []string{"bench/util/benchtest"}, tests: true,
 		why: "test helpers are imported by tests (and test-helper packages) only"},
 	{what: "bench/util/benchtest", by: nil, tests: true, why: "test helpers are imported by tests only"},
-	{what: "dds", by: []string{"bridge/...", "rgapsd", "cmd/rgaps"}, tests: true,
+	{what: "dds", by: []string{"bridge/...", "rgapsd", "cmd/rgaps", "gateway"}, tests: true,
 		why: "Cyclone DDS is for the daemon's DDS gateway (and its CLI): the engine, the rmw and the C API never load it"},
+	{what: "gateway", by: []string{"rgapsd"}, tests: true,
+		why: "the DDS gateway is part of the daemon: run by rgapsd, never linked by the engine, the rmw or the C API"},
 }
 
 // stdOwners are the only packages whose own code may import these: a

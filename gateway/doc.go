@@ -1,0 +1,32 @@
+// Package gateway is rgapsd's DDS gateway (docs/ARCHITECTURE.md §3.13): it
+// carries ROS 2 topics between the rgaps engine of this host and ROS 2
+// nodes on a DDS rmw (rmw_cyclonedds_cpp) in the same ROS domain, both
+// ways, through package dds.
+//
+// Run keeps mirrors in step with the two graphs, re-reading them every
+// Options.Interval:
+//
+//   - rgaps → DDS: a topic with local rgaps publishers that are not
+//     republishing endpoints gets a republishing rgaps subscription and a
+//     DDS writer on rt/<topic>;
+//   - DDS → rgaps: a topic with DDS writers (rt/ names) of participants
+//     other than the gateway's own gets a DDS reader and a republishing
+//     rgaps publisher (host memory).
+//
+// Payloads are carried as they are, but for types that the rmw lays out
+// plain (§3.10; schema.PlainSize on the type's definition from
+// typesupport/interfaces): their 4 reserved bytes are stripped on the way
+// out and added on the way in. A type whose definition cannot be found is
+// taken as CDR. Split messages (GPU loans with a meta block) are not
+// carried: they are counted and logged once per topic.
+//
+// Loops: the gateway's DDS readers drop samples whose writer belongs to
+// the gateway's own participant, and its rgaps endpoints are republishing
+// ones, which the engine never connects to each other, so nothing the
+// gateway brings in is carried back out.
+//
+// Not done: services (/_rgaps_rq*, /_rgaps_rr* and rq/, rr/ topics are
+// never carried), the graph (DDS nodes do not appear as rgaps nodes), and
+// GPU split messages. The package has no cgo of its own, imports the
+// engine, dds and type support, and is run by rgapsd only.
+package gateway

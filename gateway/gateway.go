@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+// Node is the node name the gateway's rgaps endpoints carry.
+const Node = "/_rgaps_dds_gateway"
+
+// Options configure Run.
+type Options struct {
+	// Engine is the engine configuration; its Domain is the ROS domain,
+	// the DDS domain the gateway's participant joins too.
+	Engine zerocopy.Config
+	// Topics are glob patterns (path.Match) of the ROS topic names carried;
+	// none: every topic but /rosout and /parameter_events. The rmw's
+	// service topics are never carried.
+	Topics []string
+	// Discovery is how the DDS participant finds others.
+	Discovery dds.Discovery
+	// Interval is how often the graphs are re-read (default 200 ms).
+	Interval time.Duration
+	// Log receives the gateway's log (nil: silent).
+	Log *slog.Logger
+}
+
+// Gateway is an open gateway (New): Serve runs it, Close ends it. Run
+// does all three.
+type Gateway struct {
+	o     Options
+	log   *slog.Logger
+	dom   *zerocopy.Domain
+	part  *dds.Participant
+	types *plainness
+
+	mu  sync.Mutex
+	out map[string]running // rgaps → DDS (outMirror), by ROS topic
+	in  map[string]running // DDS → rgaps (inMirror), by ROS topic
+	bad map[string]string  // topics refused, and why (logged once)
+}
+
+// Run runs the gateway until ctx is done. It fails at once when libddsc
+// cannot be loaded or the participant or engine domain cannot be opened.
+func Run(ctx context.Context, o Options) error {
+	g, err := New(o)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	g.Serve(ctx)
+	return nil
+}
+
+// Serve refreshes the mirrors every Options.Interval until ctx is done.
+func (g *Gateway) Serve(ctx context.Context) {
+	t := time.NewTicker(g.o.Interval)
+	defer t.Stop()
+	for {
+		g.Refresh()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// New opens the gateway's engine domain and DDS participant; Refresh
+// makes its mirrors.
+func New(o Options) (*Gateway, error) {
+	if o.Interval <= 0 {
+		o.Interval = 200 * time.Millisecond
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkPatterns(o.Topics); err != nil {
+		return nil, err
+	}
+	if err := dds.Load(); err != nil {
+		return nil, err
+	}
+	dom, err := zerocopy.Open(o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery})
+	if err != nil {
+		dom.Close()
+		return nil, err
+	}
+	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
+	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}}, nil
+}
+
+// Close stops every mirror and closes the participant and the domain.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.apply("to DDS", g.out, nil, nil)
+	g.apply("from DDS", g.in, nil, nil)
+	return errors.Join(g.part.Close(), g.dom.Close())
+}
+
+// Refresh re-reads both graphs, makes the mirrors that are missing and
+// tears down those whose endpoints went away (or changed type or QoS).
+func (g *Gateway) Refresh() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if want, err := g.localWants(); err != nil {
+		g.log.Warn("reading the rgaps graph", "err", err)
+	} else {
+		g.apply("to DDS", g.out, want, g.startOut)
+	}
+	if want, err := g.ddsWants(); err != nil {
+		g.log.Warn("reading DDS discovery", "err", err)
+	} else {
+		g.apply("from DDS", g.in, want, g.startIn)
+	}
+}
+
+// refuse logs once that topic cannot be carried in a direction.
+func (g *Gateway) refuse(dir, topic string, err error) {
+	key := dir + " " + topic
+	msg := err.Error()
+	if g.bad[key] == msg {
+		return
+	}
+	g.bad[key] = msg
+	g.log.Warn("DDS gateway cannot carry a topic", "direction", dir, "topic", topic, "err", err)
+}
+
+// accepted forgets a refusal once the topic is carried.
+func (g *Gateway) accepted(dir, topic string) { delete(g.bad, dir+" "+topic) }

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"errors"
+
+	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+// inMirror carries one topic from DDS to rgaps: a DDS reader and a
+// republishing rgaps publisher.
+type inMirror struct {
+	mirror
+	rd  *dds.Reader
+	pub *zerocopy.Publisher
+	own [12]byte // the gateway participant's GUID prefix
+}
+
+func (g *Gateway) startIn(name string, w want) (running, error) {
+	t, err := g.part.Topic(name, w.typ)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := g.dom.NewPublisher(zerocopy.EndpointSpec{Topic: name, Type: w.typ, TypeHash: w.hash, Node: Node, QoS: w.q,
+		Memory: zerocopy.MemoryHost, Republish: true})
+	if err != nil {
+		return nil, err
+	}
+	rd, err := t.NewReader(dds.EndpointOptions{QoS: w.q, UserData: userData(w.hash)})
+	if err != nil {
+		pub.Close()
+		return nil, err
+	}
+	m := &inMirror{mirror: newMirror(name, w, g.prefixOf("from DDS", name, w.typ)), rd: rd, pub: pub, own: g.part.GUID().Prefix()}
+	go m.run(g)
+	return m, nil
+}
+
+// run forwards the reader's samples to the publisher until stopped; the
+// samples of the gateway's own writers are dropped (no loop).
+func (m *inMirror) run(g *Gateway) {
+	defer close(m.done)
+	failLogged := false
+	for !m.stopping() {
+		if _, err := m.rd.Wait(waitPeriod); err != nil {
+			return // closed
+		}
+		for {
+			s, ok, err := m.rd.Take()
+			if err != nil || !ok {
+				break
+			}
+			if s.Writer.Prefix() == m.own {
+				continue
+			}
+			if err := m.publish(s.Data); err != nil {
+				m.skipped.Add(1)
+				if !failLogged && !errors.Is(err, zerocopy.ErrClosed) {
+					g.log.Warn("publishing to rgaps failed", "topic", m.name, "err", err)
+					failLogged = true
+				}
+				continue
+			}
+			m.carried.Add(1)
+		}
+	}
+}
+
+// publish publishes one DDS message, with the reserved bytes of the plain
+// layout in front for plain types.
+func (m *inMirror) publish(msg []byte) error {
+	if m.prefix == 0 {
+		return m.pub.Publish(msg)
+	}
+	l, err := m.pub.Loan(m.prefix + len(msg))
+	if err != nil {
+		return err
+	}
+	b := l.Bytes()
+	clear(b[:m.prefix])
+	copy(b[m.prefix:], msg)
+	return l.Publish()
+}
+
+func (m *inMirror) ddsName() string { return m.rd.Topic().Name() }
+
+// stop ends the goroutine and closes the endpoints.
+func (m *inMirror) stop() {
+	m.stopLoop()
+	m.rd.Close()
+	m.pub.Close()
+}
