@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 
@@ -168,6 +169,8 @@ type svcMirror struct {
 	own  [12]byte
 	pend pending
 	wg   sync.WaitGroup
+	// closers close the endpoints made so far
+	closers []func() error
 }
 
 // svcToRgaps carries a service from DDS clients to an rgaps service:
@@ -235,15 +238,19 @@ func (g *Gateway) openService(name string, w want, toDDS bool) (*svcMirror, erro
 	if m.pub, err = g.dom.NewPublisher(rgReq); err != nil {
 		return fail(err)
 	}
+	m.closers = append(m.closers, m.pub.Close)
 	if m.sub, err = g.dom.NewSubscription(rgRep); err != nil {
 		return fail(err)
 	}
+	m.closers = append(m.closers, m.sub.Close)
 	if m.wr, err = wrTopic.NewWriter(ddsOut); err != nil {
 		return fail(err)
 	}
+	m.closers = append(m.closers, m.wr.Close)
 	if m.rd, err = rdTopic.NewReader(ddsIn); err != nil {
 		return fail(err)
 	}
+	m.closers = append(m.closers, m.rd.Close)
 	return m, nil
 }
 
@@ -408,16 +415,7 @@ func (m *svcMirror) stop() {
 }
 
 func (m *svcMirror) close() {
-	if m.sub != nil {
-		m.sub.Close()
-	}
-	if m.pub != nil {
-		m.pub.Close()
-	}
-	if m.rd != nil {
-		m.rd.Close()
-	}
-	if m.wr != nil {
-		m.wr.Close()
+	for _, c := range slices.Backward(m.closers) {
+		c()
 	}
 }

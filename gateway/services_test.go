@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
 const (
@@ -34,20 +35,45 @@ func rgapsHead(gid []byte, seq int64) []byte {
 
 func int64At(b []byte, off int) int64 { return int64(binary.LittleEndian.Uint64(b[off:])) }
 
-// rawEnds are a raw DDS writer on one service topic and a reader on the
-// other, as rmw_cyclonedds_cpp names them.
-func (e *env) rawEnds(t *testing.T, wrTopic, wrType, rdTopic, rdType string) (*dds.Writer, *dds.Reader) {
+// svcTestEnds are one side's ends of service svc on each graph, made as the
+// two rmws make them: the rgaps ones publish on one of /_rgaps_rq<svc>,
+// /_rgaps_rr<svc> and subscribe to the other, the DDS ones write on one
+// of rq/<svc>Request, rr/<svc>Reply and read the other.
+type svcTestEnds struct {
+	pub *zerocopy.Publisher
+	sub *zerocopy.Subscription
+	w   *dds.Writer
+	r   *dds.Reader
+}
+
+// serviceEnds makes a DDS client and an rgaps service of svc (ddsClient)
+// or an rgaps client and a DDS service, and waits until the gateway's
+// mirror matched all four.
+func (e *env) serviceEnds(t *testing.T, svc string, ddsClient bool) svcTestEnds {
 	t.Helper()
-	wt, err := e.part.RawTopic(wrTopic, wrType)
+	rgTopics, rgTypes := [2]string{"/_rgaps_rr" + svc, "/_rgaps_rq" + svc}, [2]string{addResp, addReq}
+	dTopics := [2]string{"rq" + svc + "Request", "rr" + svc + "Reply"}
+	dTypes := [2]string{"example_interfaces::srv::dds_::AddTwoInts_Request_", "example_interfaces::srv::dds_::AddTwoInts_Response_"}
+	if !ddsClient {
+		rgTopics[0], rgTopics[1], rgTypes[0], rgTypes[1] = rgTopics[1], rgTopics[0], rgTypes[1], rgTypes[0]
+		dTopics[0], dTopics[1], dTypes[0], dTypes[1] = dTopics[1], dTopics[0], dTypes[1], dTypes[0]
+	}
+	s := svcTestEnds{pub: e.publisher(t, rgTopics[0], rgTypes[0]), sub: e.subscription(t, rgTopics[1], rgTypes[1])}
+	wt, err := e.part.RawTopic(dTopics[0], dTypes[0])
 	must(t, err)
-	rt, err := e.part.RawTopic(rdTopic, rdType)
+	rt, err := e.part.RawTopic(dTopics[1], dTypes[1])
 	must(t, err)
-	w, err := wt.NewWriter(dds.EndpointOptions{QoS: testQoS})
+	s.w, err = wt.NewWriter(dds.EndpointOptions{QoS: testQoS})
 	must(t, err)
-	r, err := rt.NewReader(dds.EndpointOptions{QoS: testQoS})
+	s.r, err = rt.NewReader(dds.EndpointOptions{QoS: testQoS})
 	must(t, err)
-	t.Cleanup(func() { w.Close(); r.Close() })
-	return w, r
+	t.Cleanup(func() { s.w.Close(); s.r.Close() })
+	eventually(t, "the gateway's service mirror", func() bool {
+		a, _ := s.w.Matched()
+		b, _ := s.r.Matched()
+		return a >= 1 && b >= 1 && s.pub.Matched() >= 1 && s.sub.Matched() >= 1
+	})
+	return s
 }
 
 // TestGatewayServiceFromDDS: a raw DDS client's requests reach an rgaps
@@ -55,16 +81,8 @@ func (e *env) rawEnds(t *testing.T, wrTopic, wrType, rdTopic, rdType string) (*d
 // client's own request header.
 func TestGatewayServiceFromDDS(t *testing.T) {
 	e := startGateway(t)
-	const svc = "/gw_svc_in"
-	reqs := e.subscription(t, "/_rgaps_rq"+svc, addReq)
-	resps := e.publisher(t, "/_rgaps_rr"+svc, addResp)
-	w, r := e.rawEnds(t, "rq"+svc+"Request", "example_interfaces::srv::dds_::AddTwoInts_Request_",
-		"rr"+svc+"Reply", "example_interfaces::srv::dds_::AddTwoInts_Response_")
-	eventually(t, "the gateway's service mirror", func() bool {
-		a, _ := w.Matched()
-		b, _ := r.Matched()
-		return a >= 1 && b >= 1 && reqs.Matched() >= 1 && resps.Matched() >= 1
-	})
+	s := e.serviceEnds(t, "/gw_svc_in", true)
+	reqs, resps, w, r := s.sub, s.pub, s.w, s.r
 	calls := []struct {
 		id   uint64
 		seq  int64
@@ -108,16 +126,8 @@ func TestGatewayServiceFromDDS(t *testing.T) {
 // the service's reply comes back to the client's GID and sequence.
 func TestGatewayServiceToDDS(t *testing.T) {
 	e := startGateway(t)
-	const svc = "/gw_svc_out"
-	reqs := e.publisher(t, "/_rgaps_rq"+svc, addReq)
-	resps := e.subscription(t, "/_rgaps_rr"+svc, addResp)
-	w, r := e.rawEnds(t, "rr"+svc+"Reply", "example_interfaces::srv::dds_::AddTwoInts_Response_",
-		"rq"+svc+"Request", "example_interfaces::srv::dds_::AddTwoInts_Request_")
-	eventually(t, "the gateway's service mirror", func() bool {
-		a, _ := w.Matched()
-		b, _ := r.Matched()
-		return a >= 1 && b >= 1 && reqs.Matched() >= 1 && resps.Matched() >= 1
-	})
+	s := e.serviceEnds(t, "/gw_svc_out", false)
+	reqs, resps, w, r := s.pub, s.sub, s.w, s.r
 	gid := reqs.GID()
 	must(t, reqs.Publish(append(rgapsHead(gid[:], 9), cdrInts(nil, 20, 22)...)))
 	q := take(t, r)
