@@ -25,8 +25,14 @@
 // ones, which the engine never connects to each other, so nothing the
 // gateway brings in is carried back out.
 //
-// Not done: services (/_rgaps_rq*, /_rgaps_rr* and rq/, rr/ topics are
-// never carried), the graph (DDS nodes do not appear as rgaps nodes), and
+// Services (services.go): a DDS client (rq/<s>Request writer) with a local
+// rgaps service (a subscription on /_rgaps_rq<s>), or a local rgaps client
+// (a publisher on /_rgaps_rq<s>) with a DDS service (rq/<s>Request
+// reader), get a mirror of four endpoints that maps rmw_cyclonedds_cpp's
+// 16-byte request header (after the CDR header) to the rmw's 28-byte
+// prefix and back. Service topics are never carried as topics.
+//
+// Not done: the graph (DDS nodes do not appear as rgaps nodes), and
 // GPU split messages. The package has no cgo of its own, imports the
 // engine, dds and type support, and is run by rgapsd only.
 package gateway

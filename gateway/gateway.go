@@ -44,6 +44,10 @@ type Gateway struct {
 	out map[string]running // rgaps → DDS (outMirror), by ROS topic
 	in  map[string]running // DDS → rgaps (inMirror), by ROS topic
 	bad map[string]string  // topics refused, and why (logged once)
+
+	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
+	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
+	svcSerial int                // service mirrors made (their DDS client and service ids)
 }
 
 // Run runs the gateway until ctx is done. It fails at once when libddsc
@@ -98,7 +102,8 @@ func New(o Options) (*Gateway, error) {
 	}
 	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
 	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
-		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}}, nil
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{},
+		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
 }
 
 // Close stops every mirror and closes the participant and the domain.
@@ -107,6 +112,8 @@ func (g *Gateway) Close() error {
 	defer g.mu.Unlock()
 	g.apply("to DDS", g.out, nil, nil)
 	g.apply("from DDS", g.in, nil, nil)
+	g.apply(dirSvcIn, g.svcIn, nil, nil)
+	g.apply(dirSvcOut, g.svcOut, nil, nil)
 	return errors.Join(g.part.Close(), g.dom.Close())
 }
 
@@ -125,7 +132,19 @@ func (g *Gateway) Refresh() {
 	} else {
 		g.apply("from DDS", g.in, want, g.startIn)
 	}
+	if toRgaps, toDDS, err := g.serviceWants(); err != nil {
+		g.log.Warn("reading the graphs for services", "err", err)
+	} else {
+		g.apply(dirSvcIn, g.svcIn, toRgaps, g.startSvcToRgaps)
+		g.apply(dirSvcOut, g.svcOut, toDDS, g.startSvcToDDS)
+	}
 }
+
+// The directions of service mirrors, as logged.
+const (
+	dirSvcIn  = "service: DDS clients to rgaps"
+	dirSvcOut = "service: rgaps clients to DDS"
+)
 
 // refuse logs once that topic cannot be carried in a direction.
 func (g *Gateway) refuse(dir, topic string, err error) {

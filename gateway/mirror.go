@@ -73,7 +73,7 @@ func (g *Gateway) apply(dir string, have map[string]running, want map[string]wan
 }
 
 // changed reports whether a mirror made for have must be remade for w.
-func changed(have, w want) bool { return have.typ != w.typ || have.q != w.q }
+func changed(have, w want) bool { return have.typ != w.typ || have.resp != w.resp || have.q != w.q }
 
 // prefixOf is the payload prefix of typ, logging once when its definition
 // is unknown (the type is carried as CDR then).

@@ -17,6 +17,10 @@ type want struct {
 	typ  string
 	hash zerocopy.TypeHash
 	q    qos.Profile
+	// resp and rhash are a service's response type and its hash (typ and
+	// hash are the request's); empty for topics.
+	resp  string
+	rhash zerocopy.TypeHash
 }
 
 // defaultExcluded are the topics not carried unless a pattern of

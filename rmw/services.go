@@ -100,7 +100,8 @@ func rgapsgo_service_available(h C.uintptr_t, out *C.bool) (rc C.int) {
 	// subscription that carries them to the server's host (a request
 	// published before it exists is lost). Replies need a server anywhere:
 	// a remote server's replies come through a bridge publisher that this
-	// host's daemon makes with the first one.
-	*out = C.bool(p.pub.p.Matched() > 0 && matchedAcrossHosts(p.pub.nd.ctx.c, nil, p.sub.s) > 0)
+	// host's daemon makes with the first one; a DDS server's through the
+	// DDS gateway's publisher, a republishing one that is matched already.
+	*out = C.bool(p.pub.p.Matched() > 0 && (p.sub.s.Matched() > 0 || matchedAcrossHosts(p.pub.nd.ctx.c, nil, p.sub.s) > 0))
 	return retOK
 }
