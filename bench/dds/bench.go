@@ -84,7 +84,10 @@ var (
 	Cases = []string{CaseRgaps, CaseGateway, CaseGatewayR}
 )
 
-const typeName = "std_msgs/msg/String"
+const (
+	typeName  = "std_msgs/msg/String"
+	benchNode = "/rgaps_bench_dds"
+)
 
 // Options configure Run.
 type Options struct {
@@ -362,70 +365,33 @@ func takeRgaps(s *zerocopy.Subscription, size int) error {
 // latency measures one (path, size) cell on topics of its own.
 func (h *harness) latency(ctx context.Context, path string, size int) (LatencyCell, error) {
 	c := LatencyCell{Path: path, Size: size}
-	msg := StringCDR(size)
-	var round func() error
+	topic := fmt.Sprintf("%s_gw_lat_%d_%d", h.topic, size, slices.Index(Paths, path))
+	from, to := h.rgapsPublisher, h.ddsReader
 	switch path {
 	case PathDDS:
-		topic := fmt.Sprintf("%s_dd_lat_%d", h.topic, size) // not carried by the gateway
-		w, r, err := h.ddsPair(topic, latQoS)
-		if err != nil {
-			return c, err
-		}
-		defer w.Close()
-		defer r.Close()
-		if err := waitFor(ctx, "the DDS reader to match", func() bool { return matched(w.Matched, 1) && matched(r.Matched, 1) }); err != nil {
-			return c, err
-		}
-		round = func() error {
-			if err := w.Write(msg); err != nil {
-				return err
-			}
-			return takeDDS(r, size)
-		}
-	case PathToDDS:
-		topic := fmt.Sprintf("%s_gw_lat_out_%d", h.topic, size)
-		p, err := h.dom.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: "/rgaps_bench_dds", QoS: latQoS})
-		if err != nil {
-			return c, err
-		}
-		defer p.Close()
-		r, err := h.reader(topic, latQoS)
-		if err != nil {
-			return c, err
-		}
-		defer r.Close()
-		if err := waitFor(ctx, "the gateway's mirror to DDS", func() bool { return p.Matched() >= 1 && matched(r.Matched, 1) }); err != nil {
-			return c, err
-		}
-		round = func() error {
-			if err := p.Publish(msg); err != nil {
-				return err
-			}
-			return takeDDS(r, size)
-		}
+		topic = fmt.Sprintf("%s_dd_lat_%d", h.topic, size) // not carried by the gateway
+		from = h.ddsWriter
 	case PathFromDDS:
-		topic := fmt.Sprintf("%s_gw_lat_in_%d", h.topic, size)
-		s, err := h.dom.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: "/rgaps_bench_dds", QoS: latQoS})
-		if err != nil {
-			return c, err
+		from, to = h.ddsWriter, h.rgapsSubscription
+	}
+	src, err := from(topic, size)
+	if err != nil {
+		return c, err
+	}
+	defer src.close()
+	dst, err := to(topic, size)
+	if err != nil {
+		return c, err
+	}
+	defer dst.close()
+	if err := waitFor(ctx, path+" endpoints to match", func() bool { return src.ready() && dst.ready() }); err != nil {
+		return c, err
+	}
+	round := func() error {
+		if err := src.io(); err != nil {
+			return err
 		}
-		defer s.Close()
-		w, err := h.writer(topic, latQoS)
-		if err != nil {
-			return c, err
-		}
-		defer w.Close()
-		if err := waitFor(ctx, "the gateway's mirror from DDS", func() bool { return s.Matched() >= 1 && matched(w.Matched, 1) }); err != nil {
-			return c, err
-		}
-		round = func() error {
-			if err := w.Write(msg); err != nil {
-				return err
-			}
-			return takeRgaps(s, size)
-		}
-	default:
-		return c, fmt.Errorf("unknown path %q", path)
+		return dst.io()
 	}
 	for range h.o.Warmup {
 		if err := round(); err != nil {
@@ -448,12 +414,50 @@ func (h *harness) latency(ctx context.Context, path string, size int) (LatencyCe
 	return c, nil
 }
 
-func (h *harness) writer(topic string, q qos.Profile) (*dds.Writer, error) {
+// end is one end of a latency path: io sends or takes one message, ready
+// says whether it has matched the other end (through the gateway).
+type end struct {
+	io    func() error
+	ready func() bool
+	close func() error
+}
+
+func (h *harness) ddsWriter(topic string, size int) (end, error) {
 	t, err := h.pw.Topic(topic, typeName)
 	if err != nil {
-		return nil, err
+		return end{}, err
 	}
-	return t.NewWriter(dds.EndpointOptions{QoS: q})
+	w, err := t.NewWriter(dds.EndpointOptions{QoS: latQoS})
+	if err != nil {
+		return end{}, err
+	}
+	msg := StringCDR(size)
+	return end{io: func() error { return w.Write(msg) }, ready: func() bool { return matched(w.Matched, 1) }, close: w.Close}, nil
+}
+
+func (h *harness) ddsReader(topic string, size int) (end, error) {
+	r, err := h.reader(topic, latQoS)
+	if err != nil {
+		return end{}, err
+	}
+	return end{io: func() error { return takeDDS(r, size) }, ready: func() bool { return matched(r.Matched, 1) }, close: r.Close}, nil
+}
+
+func (h *harness) rgapsPublisher(topic string, size int) (end, error) {
+	p, err := h.dom.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: latQoS})
+	if err != nil {
+		return end{}, err
+	}
+	msg := StringCDR(size)
+	return end{io: func() error { return p.Publish(msg) }, ready: func() bool { return p.Matched() >= 1 }, close: p.Close}, nil
+}
+
+func (h *harness) rgapsSubscription(topic string, size int) (end, error) {
+	s, err := h.dom.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: latQoS})
+	if err != nil {
+		return end{}, err
+	}
+	return end{io: func() error { return takeRgaps(s, size) }, ready: func() bool { return s.Matched() >= 1 }, close: s.Close}, nil
 }
 
 func (h *harness) reader(topic string, q qos.Profile) (*dds.Reader, error) {
@@ -462,19 +466,6 @@ func (h *harness) reader(topic string, q qos.Profile) (*dds.Reader, error) {
 		return nil, err
 	}
 	return t.NewReader(dds.EndpointOptions{QoS: q})
-}
-
-func (h *harness) ddsPair(topic string, q qos.Profile) (*dds.Writer, *dds.Reader, error) {
-	w, err := h.writer(topic, q)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := h.reader(topic, q)
-	if err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	return w, r, nil
 }
 
 // throughput measures one (case, size) cell on a topic of its own: the
@@ -493,7 +484,7 @@ func (h *harness) throughput(ctx context.Context, kase string, size int) (Throug
 		}
 	}()
 	for range h.o.Subs {
-		s, err := h.dom.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: "/rgaps_bench_dds", QoS: tpQoS})
+		s, err := h.dom.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: tpQoS})
 		if err != nil {
 			return c, err
 		}
@@ -507,7 +498,7 @@ func (h *harness) throughput(ctx context.Context, kase string, size int) (Throug
 		}
 		defer r.Close()
 	}
-	p, err := h.dom.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: "/rgaps_bench_dds", QoS: tpQoS})
+	p, err := h.dom.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: tpQoS})
 	if err != nil {
 		return c, err
 	}

@@ -2,12 +2,10 @@ package benchdds
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
@@ -36,12 +34,8 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 		fmt.Fprintln(stderr, "usage: rgaps-bench dds [flags]\n\nThe DDS gateway's latency (rgaps→DDS, DDS→rgaps) against DDS→DDS, and an rgaps\nstream's throughput with and without a DDS subscriber through the gateway, in one\nprocess; Markdown on stdout. Needs libddsc (Cyclone DDS).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if c.Options.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
@@ -83,18 +77,5 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var md strings.Builder
 	WriteMarkdown(&md, res)
-	if _, err := io.WriteString(stdout, md.String()); err != nil {
-		return err
-	}
-	if c.JSON != "" {
-		b, err := json.MarshalIndent(res, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(c.JSON, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return benchutil.Output(stdout, md.String(), c.JSON, res)
 }
-
