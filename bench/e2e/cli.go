@@ -2,7 +2,6 @@ package benche2e
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -54,12 +53,8 @@ Markdown on stdout.
 flags:`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -158,11 +153,7 @@ func (r *Result) Write(prefix string, stdout, stderr io.Writer) error {
 		if err := os.WriteFile(prefix+".md", []byte(md.String()), 0o644); err != nil {
 			return err
 		}
-		b, err := json.MarshalIndent(r, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(prefix+".json", append(b, '\n'), 0o644); err != nil {
+		if err := benchutil.WriteJSON(prefix+".json", r); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "report: %s.md, raw numbers: %s.json, plots: %s-<size>.png/.svg\n", prefix, prefix, prefix)

@@ -19,7 +19,6 @@ package benchros
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -67,12 +66,8 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 		fmt.Fprintln(stderr, "usage: rgaps-bench ros [flags]\n\nThe end-to-end latency of thesis Figure 4.6 through ROS 2 (rclcpp on rmw_rgaps on one\nand two emulated hosts, rclcpp on rmw_cyclonedds_cpp with per-subscriber copies, and the\nGo API) in one run; Markdown on stdout. Needs a sourced ROS 2 with rmw_rgaps and\nrgaps_gpu_examples (examples/ros).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := benchutil.ParseFlags(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	sz, err := benchutil.ParseSizes(*sizes)
 	if err != nil {
@@ -164,17 +159,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var md strings.Builder
 	WriteMarkdown(&md, res)
-	if _, err := io.WriteString(stdout, md.String()); err != nil {
+	if err := benchutil.Output(stdout, md.String(), c.JSON, res); err != nil {
 		return err
-	}
-	if c.JSON != "" {
-		b, err := json.MarshalIndent(res, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(c.JSON, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
 	}
 	return res.Failed()
 }

@@ -2,6 +2,7 @@ package benchutil
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,4 +48,17 @@ func parseList(s, what string, parse func(string) (int, bool)) ([]int, error) {
 		return nil, errors.New("empty list")
 	}
 	return out, nil
+}
+
+// ParseFlags parses args with fs and refuses positional arguments (after
+// printing fs's usage).
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package benchutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -103,4 +105,25 @@ func (s *Seconds) UnmarshalJSON(b []byte) error {
 	}
 	*s = Seconds(v * 1e9)
 	return nil
+}
+
+// WriteJSON writes v to path as indented JSON.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Output writes a command's Markdown report to stdout and, when jsonPath
+// is set, its raw results v there (WriteJSON).
+func Output(stdout io.Writer, md, jsonPath string, v any) error {
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if jsonPath == "" {
+		return nil
+	}
+	return WriteJSON(jsonPath, v)
 }

@@ -1,0 +1,134 @@
+package benchdds
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/bench/util/benchtest"
+	"github.com/rmw-rgaps/rmw_rgaps/dds"
+)
+
+func TestParseArgs(t *testing.T) {
+	c, err := ParseArgs([]string{"-sizes", "64,8M", "-rounds", "7", "-warmup", "0", "-duration", "150ms", "-subs", "3", "-domain", "17", "-json", "x.json", "-q"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Options
+	if len(o.Sizes) != 2 || o.Sizes[0] != 64 || o.Sizes[1] != 8<<20 || o.Rounds != 7 || o.Warmup != 0 ||
+		o.Duration != 150*time.Millisecond || o.Subs != 3 || o.Domain != 17 || o.Progress != nil || c.JSON != "x.json" {
+		t.Errorf("config %+v", c)
+	}
+	def, err := ParseArgs(nil, io.Discard)
+	if err != nil || len(def.Options.Sizes) != 4 || def.Options.Rounds != DefaultRounds || def.Options.Subs != DefaultSubs ||
+		def.Options.Duration != DefaultDuration || def.Options.Domain != DefaultDomain || def.Options.Progress == nil {
+		t.Errorf("defaults %+v %v", def, err)
+	}
+	for _, bad := range [][]string{{"-sizes", "8"}, {"-sizes", "x"}, {"-rounds", "0"}, {"-duration", "0s"}, {"-subs", "0"},
+		{"-warmup", "-1"}, {"-domain", "233"}, {"extra"}} {
+		if _, err := ParseArgs(bad, io.Discard); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestStringCDRAndRounds(t *testing.T) {
+	for _, n := range []int{MinSize, 64, 4096} {
+		b := StringCDR(n)
+		if len(b) != n || binary.LittleEndian.Uint32(b[4:]) != uint32(n-8) || b[n-1] != 0 || b[1] != 1 {
+			t.Errorf("StringCDR(%d) = % x…", n, b[:min(n, 12)])
+		}
+	}
+	if RoundsFor(200, 64) != 200 || RoundsFor(200, 8<<20) != 50 || RoundsFor(20, 8<<20) != 10 || RoundsFor(5, 8<<20) != 5 {
+		t.Error("RoundsFor")
+	}
+}
+
+func lat(path string, size int, p50us int64) LatencyCell {
+	return LatencyCell{Path: path, Size: size, Latency: benchutil.Summary{N: 10, P50: p50us * 1000, P99: 2 * p50us * 1000}}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	r := &Result{
+		Setup: Setup{Sizes: []int{64, 1 << 20}, Rounds: 10, Warmup: 2, Duration: benchutil.Seconds(time.Second), Subs: 8, CPU: "cpu", Cores: 2},
+		Latency: []LatencyCell{
+			lat(PathDDS, 64, 10), lat(PathToDDS, 64, 12), lat(PathFromDDS, 64, 11),
+			lat(PathDDS, 1<<20, 100), lat(PathToDDS, 1<<20, 150), // DDS→rgaps 1 MiB missing
+		},
+		Throughput: []ThroughputCell{
+			{Case: CaseRgaps, Size: 64, Rate: 100000}, {Case: CaseGateway, Size: 64, Rate: 90000},
+			{Case: CaseGatewayR, Size: 64, Rate: 85500, Messages: 1000, DDSGot: 1000},
+		},
+	}
+	var b strings.Builder
+	WriteMarkdown(&b, r)
+	out := b.String()
+	for _, want := range []string{
+		"| 64 B | 10.0 | 20.0 | 12.0 | 24.0 | 1.20× | 11.0 | 22.0 | 1.10× |",
+		"| 1 MiB | 100 | 200 | 150 | 300 | 1.50× | – | – | – |",
+		"rgaps→DDS NOT met (worst 1.50×), DDS→rgaps met (worst 1.10×)",
+		"| 64 B | 100,000 | 90,000 | 85,500 | 95% | 100.0% |",
+		"| 1 MiB | – | – | – | – | – |",
+		"≥ 90% of the rate without: met (lowest 95%)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	tables := benchtest.MarkdownTables(t, out)
+	if len(tables) != 2 {
+		t.Errorf("%d tables", len(tables))
+	}
+}
+
+// TestRun runs the whole benchmark with tiny settings where libddsc
+// loads: every path and case must have produced samples (no durations are
+// checked), and the run's shared memory must be gone.
+func TestRun(t *testing.T) {
+	if err := dds.Load(); err != nil {
+		t.Skipf("libddsc cannot be loaded: %v", err)
+	}
+	o := Options{Sizes: []int{64, 64 << 10}, Rounds: 3, Warmup: 1, Duration: 100 * time.Millisecond, Subs: 2, Domain: DefaultDomain}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if errors.Is(err, ErrNoDDS) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchtest.NoSegments(t, res.Setup.Prefix)
+	for _, size := range o.Sizes {
+		for _, p := range Paths {
+			if c := res.Cell(p, size); c == nil || len(c.Samples) != RoundsFor(o.Rounds, size) || c.Latency.N != len(c.Samples) {
+				t.Errorf("latency %s %d: %+v", p, size, c)
+			}
+		}
+		for _, k := range Cases {
+			c := res.Rate(k, size)
+			if c == nil || c.Messages == 0 || len(c.Delivered) != o.Subs {
+				t.Errorf("throughput %s %d: %+v", k, size, c)
+				continue
+			}
+			for i, n := range c.Delivered {
+				if n != c.Messages {
+					t.Errorf("throughput %s %d: subscription %d got %d of %d", k, size, i, n, c.Messages)
+				}
+			}
+			if (k == CaseGatewayR) != (c.DDSGot > 0) {
+				t.Errorf("throughput %s %d: DDS reader got %d", k, size, c.DDSGot)
+			}
+		}
+	}
+	var b strings.Builder
+	WriteMarkdown(&b, res)
+	if !strings.Contains(b.String(), "### Throughput") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
