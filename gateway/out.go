@@ -6,6 +6,7 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // waitPeriod bounds how long a mirror's goroutine waits before it looks
@@ -65,6 +66,9 @@ func (m *outMirror) run(g *Gateway) {
 			}
 		case len(b) < m.prefix+4:
 			m.skipped.Add(1)
+		case !m.anyReader():
+			// Nobody on DDS reads it (the writer stays, so DDS nodes see
+			// the topic): a volatile message is not written at all.
 		default:
 			if err := m.wr.Write(b[m.prefix:]); err != nil {
 				m.skipped.Add(1)
@@ -78,6 +82,17 @@ func (m *outMirror) run(g *Gateway) {
 		}
 		s.Return()
 	}
+}
+
+// anyReader reports whether a DDS reader is matched to the writer, or the
+// writer keeps history for late joiners (transient local): what makes a
+// write worth its copy. An error says yes (the write reports it).
+func (m *outMirror) anyReader() bool {
+	if m.w.q.Durability == qos.DurabilityTransientLocal {
+		return true
+	}
+	n, err := m.wr.Matched()
+	return err != nil || n > 0
 }
 
 func (m *outMirror) ddsName() string { return m.wr.Topic().Name() }

@@ -194,10 +194,10 @@ var importRules = []importRule{
 	{what: "internal/testutil", by: []string{"bench/util/benchtest"}, tests: true,
 		why: "test helpers are imported by tests (and test-helper packages) only"},
 	{what: "bench/util/benchtest", by: nil, tests: true, why: "test helpers are imported by tests only"},
-	{what: "dds", by: []string{"bridge/...", "rgapsd", "cmd/rgaps", "gateway"}, tests: true,
-		why: "Cyclone DDS is for the daemon's DDS gateway (and its CLI): the engine, the rmw and the C API never load it"},
-	{what: "gateway", by: []string{"rgapsd"}, tests: true,
-		why: "the DDS gateway is part of the daemon: run by rgapsd, never linked by the engine, the rmw or the C API"},
+	{what: "dds", by: []string{"bridge/...", "rgapsd", "cmd/rgaps", "gateway", "bench/dds"}, tests: true,
+		why: "Cyclone DDS is for the daemon's DDS gateway (its CLI and its benchmark): the engine, the rmw and the C API never load it"},
+	{what: "gateway", by: []string{"rgapsd", "bench/dds"}, tests: true,
+		why: "the DDS gateway is part of the daemon (and measured by its benchmark): run by rgapsd, never linked by the engine, the rmw or the C API"},
 }
 
 // stdOwners are the only packages whose own code may import these: a
