@@ -506,19 +506,26 @@ func (s *stream) close() error {
 	return errors.Join(s.pub.Close(), s.sub.Close())
 }
 
-// loan takes a loan and fills it with the next message.
-func (s *stream) loan() (*zerocopy.Loan, error) {
+// loan takes a loan and fills it with the next message: the whole
+// pattern, or (stampOnly) only its 16-byte stamp (timed runs).
+func (s *stream) loan(stampOnly bool) (*zerocopy.Loan, error) {
 	l, err := s.pub.Loan(s.pat.size)
 	if err != nil {
 		return nil, err
 	}
-	s.pat.fill(l.Bytes(), s.next, s.topic)
+	if stampOnly {
+		s.pat.stampInto(l.Bytes(), s.next, s.topic)
+	} else {
+		s.pat.fill(l.Bytes(), s.next, s.topic)
+	}
 	s.next++
 	return l, nil
 }
 
-func (s *stream) publish() error {
-	l, err := s.loan()
+func (s *stream) publish() error { return s.publishAs(false) }
+
+func (s *stream) publishAs(stampOnly bool) error {
+	l, err := s.loan(stampOnly)
 	if err != nil {
 		return err
 	}
@@ -530,7 +537,11 @@ func (s *stream) publish() error {
 }
 
 // take waits for the next message, checks it and returns it to the pool.
-func (s *stream) take(stop <-chan struct{}) error {
+func (s *stream) take(stop <-chan struct{}) error { return s.takeAs(stop, s.verify) }
+
+// takeAs is take checking the payload's CRC-32C only with crc (the stamp
+// always).
+func (s *stream) takeAs(stop <-chan struct{}, crc bool) error {
 	deadline := time.Now().Add(takeTimeout)
 	for {
 		smp, err := s.sub.TakeWait(100 * time.Millisecond)
@@ -548,7 +559,7 @@ func (s *stream) take(stop <-chan struct{}) error {
 		if err != nil {
 			return err
 		}
-		return s.check(smp)
+		return s.checkAs(smp, crc)
 	}
 }
 
@@ -557,8 +568,10 @@ var errStopped = errors.New("stopped")
 // errCorrupt reports a message that did not arrive intact.
 var errCorrupt = errors.New("message not intact")
 
-func (s *stream) check(smp *zerocopy.Sample) error {
-	err := s.pat.check(smp.Bytes(), s.expect, s.topic, s.verify)
+func (s *stream) check(smp *zerocopy.Sample) error { return s.checkAs(smp, s.verify) }
+
+func (s *stream) checkAs(smp *zerocopy.Sample, crc bool) error {
+	err := s.pat.check(smp.Bytes(), s.expect, s.topic, crc)
 	smp.Return()
 	if err != nil {
 		return fmt.Errorf("topic %d, message %d: %w: %v", s.topic, s.expect, errCorrupt, err)
@@ -632,7 +645,7 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 		return n
 	}
 	before := p.settled(sent())
-	elapsed, err := throughput(ctx, ss, per, c.Window)
+	elapsed, err := throughput(ctx, ss, per, c.Window, true)
 	if err != nil {
 		return err
 	}
@@ -641,6 +654,13 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 	c.Links.add(d)
 	if d.Dropped != 0 || d.Failures != 0 || d.Dups != 0 {
 		return fmt.Errorf("the bridge dropped %d messages, suppressed %d duplicates and had %d link failures", d.Dropped, d.Dups, d.Failures)
+	}
+	if !o.NoVerify {
+		// Untimed: whole payloads written and CRC-checked, at the same
+		// window, through the same bridges.
+		if _, err := throughput(ctx, ss, verifyCount(per), c.Window, false); err != nil {
+			return fmt.Errorf("verification pass: %w", err)
+		}
 	}
 	if v.Latency {
 		// The rounds are spread over the repetitions.
@@ -662,8 +682,12 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 
 // throughput publishes per messages on every stream at once, each with
 // at most window messages published and not yet taken, and returns the
-// time from the first publish until the last take.
-func throughput(ctx context.Context, ss []*stream, per, window int) (time.Duration, error) {
+// time from the first publish until the last take. With stampOnly (timed
+// runs) the publisher writes only each message's 16-byte stamp and the
+// subscriber checks only the stamp (sequence, size, topic), as a user's
+// own production and consumption of the data lie outside what the bridge
+// does; otherwise the whole pattern is written and CRC-checked.
+func throughput(ctx context.Context, ss []*stream, per, window int, stampOnly bool) (time.Duration, error) {
 	stop := make(chan struct{})
 	var once sync.Once
 	var firstErr error
@@ -697,7 +721,7 @@ func throughput(ctx context.Context, ss []*stream, per, window int) (time.Durati
 				case <-stop:
 					return
 				}
-				if err := s.publish(); err != nil {
+				if err := s.publishAs(stampOnly); err != nil {
 					fail(fmt.Errorf("publish: %w", err))
 					return
 				}
@@ -706,7 +730,7 @@ func throughput(ctx context.Context, ss []*stream, per, window int) (time.Durati
 		go func() {
 			defer wg.Done()
 			for range per {
-				if err := s.take(stop); err != nil {
+				if err := s.takeAs(stop, s.verify && !stampOnly); err != nil {
 					fail(err)
 					return
 				}
@@ -741,7 +765,7 @@ func latency(ctx context.Context, s *stream, rounds int) ([]int64, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		l, err := s.loan()
+		l, err := s.loan(false)
 		if err != nil {
 			return nil, err
 		}

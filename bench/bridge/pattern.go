@@ -50,6 +50,17 @@ func (p *pattern) fill(dst []byte, seq uint64, topic int) {
 	binary.LittleEndian.PutUint64(dst[8:], p.stamp(seq, topic))
 }
 
+// stampInto writes only the 16-byte stamp of message seq of topic into
+// dst: the rest is whatever the pool block held (timed runs).
+func (p *pattern) stampInto(dst []byte, seq uint64, topic int) {
+	binary.LittleEndian.PutUint64(dst[0:], seq)
+	binary.LittleEndian.PutUint64(dst[8:], p.stamp(seq, topic))
+}
+
+// verifyCount is how many messages per stream the untimed verification
+// pass after a timed run sends: a quarter of the timed ones, at least 8.
+func verifyCount(timed int) int { return max(timed/4, min(timed, 8)) }
+
 // check verifies that b is message seq of topic; crc: the whole payload
 // too, not only its stamps.
 func (p *pattern) check(b []byte, seq uint64, topic int, crc bool) error {
