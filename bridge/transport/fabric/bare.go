@@ -102,6 +102,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -133,25 +134,88 @@ func MeasureBare(provider string, size, iters int) (BareResult, error) {
 
 // MeasureBareWith is MeasureBare with provider options.
 func MeasureBareWith(provider string, size, iters int, opts Options) (res BareResult, err error) {
-	if size <= 0 || size > transport.MaxMessage || iters <= 0 {
-		return res, fmt.Errorf("bare loop of %d writes of %d bytes: bad size or count", iters, size)
+	return MeasureBareRails(provider, size, iters, 1, opts)
+}
+
+// MeasureBareRails is the bare loop over k endpoint pairs at once: every
+// message of size bytes is cut into k pieces (the last may be shorter),
+// each pair's C loop writes its piece of every message back to back, with
+// a sender and a receiver thread of its own, and the run ends when every
+// pair's receiver has seen all its immediates: the baseline of a bridge
+// ring striped over k rails.
+func MeasureBareRails(provider string, size, iters, k int, opts Options) (res BareResult, err error) {
+	if size <= 0 || iters <= 0 || k <= 0 || k > 64 || (size+k-1)/k > transport.MaxMessage {
+		return res, fmt.Errorf("bare loop of %d writes of %d bytes over %d endpoints: bad size or count", iters, size, k)
 	}
 	p, err := Open(provider, opts)
 	if err != nil {
 		return res, err
 	}
-	var ctx unsafe.Pointer // contexts of the bare writes: freed after the endpoints
+	var ctxs []unsafe.Pointer // contexts of the bare writes: freed after the endpoints
 	defer func() {
 		err = errors.Join(err, p.Close())
-		C.free(ctx)
+		for _, c := range ctxs {
+			C.free(c)
+		}
 	}()
 	listenAt := ""
 	if p.epType == epMsg {
 		listenAt = p.opts.Node + ":0"
 	}
+	piece := (size + k - 1) / k
+	bs := make([]*C.rg_bare, 0, k)
+	defer func() {
+		for _, b := range bs {
+			C.free(unsafe.Pointer(b))
+		}
+	}()
+	for i := range k {
+		var b *C.rg_bare
+		var ctx unsafe.Pointer
+		var closeFn func() error
+		b, ctx, closeFn, err = p.barePair(listenAt, min(piece, size-i*piece), iters)
+		if closeFn != nil {
+			defer func() { err = errors.Join(err, closeFn()) }()
+		}
+		if ctx != nil {
+			ctxs = append(ctxs, ctx)
+		}
+		if err != nil {
+			return res, err
+		}
+		bs = append(bs, b)
+	}
+	ns := make([]C.longlong, k)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns[i] = C.rg_bare_run(b)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, n := range ns {
+		if n < 0 {
+			return res, fiError("bare fi_writedata loop", int(-n), "")
+		}
+	}
+	if k == 1 {
+		elapsed = time.Duration(ns[0]) // the C loop's own clock, without the thread's start
+	}
+	return BareResult{Size: size, Iters: iters, Elapsed: elapsed}, nil
+}
+
+// barePair connects two endpoints of p, registers a src and a dst region
+// of n bytes and prepares the C loop of iters writes between them. Its
+// endpoints' mutexes stay held until closeFn, which closes both ends at
+// once (each progresses the other's goodbye).
+func (p *Provider) barePair(listenAt string, n, iters int) (b *C.rg_bare, ctx unsafe.Pointer, closeFn func() error, err error) {
 	ln, err := p.Listen(listenAt)
 	if err != nil {
-		return res, err
+		return nil, nil, nil, err
 	}
 	type accepted struct {
 		e   transport.Endpoint
@@ -166,33 +230,37 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (res BareRe
 	if derr != nil {
 		ln.Close()
 		<-ch
-		return res, derr
+		return nil, nil, nil, derr
 	}
 	a := <-ch
 	ln.Close()
 	if a.err != nil {
-		return res, a.err
-	}
-	src, err := p.Alloc(size)
-	if err != nil {
-		return res, err
-	}
-	dst, err := p.Alloc(size)
-	if err != nil {
-		return res, err
+		tx.Close()
+		return nil, nil, nil, a.err
 	}
 	te, re := tx.(*Endpoint), a.e.(*Endpoint)
-	sr, dr := src.(*Region), dst.(*Region)
-	// Close both ends at once, so each progresses the other's goodbye.
-	defer func() {
+	closeFn = func() error {
 		closed := make(chan error, 1)
 		go func() { closed <- re.Close() }()
-		err = errors.Join(err, te.Close(), <-closed)
-	}()
+		return errors.Join(te.Close(), <-closed)
+	}
+	src, err := p.Alloc(n)
+	if err != nil {
+		return nil, nil, closeFn, err
+	}
+	dst, err := p.Alloc(n)
+	if err != nil {
+		return nil, nil, closeFn, err
+	}
+	sr, dr := src.(*Region), dst.(*Region)
 	te.mu.Lock()
-	defer te.mu.Unlock()
 	re.mu.Lock()
-	defer re.mu.Unlock()
+	unlocked := closeFn
+	closeFn = func() error {
+		re.mu.Unlock()
+		te.mu.Unlock()
+		return unlocked()
+	}
 	// The loop reads both completion queues and keeps nothing: retire
 	// every operation still out (shm's welcome) before it starts.
 	deadline := time.Now().Add(p.opts.Timeout)
@@ -200,24 +268,21 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (res BareRe
 		te.c.progress()
 		re.c.progress()
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("libfabric %s: set-up operations did not complete: %w", p.name, transport.ErrTimeout)
+			return nil, nil, closeFn, fmt.Errorf("libfabric %s: set-up operations did not complete: %w", p.name, transport.ErrTimeout)
 		}
 	}
 	nctx := te.c.txSlots
 	if ctx = C.calloc(C.size_t(nctx), ctxSize); ctx == nil {
-		return res, errors.New("libfabric: out of C memory")
+		return nil, nil, closeFn, errors.New("libfabric: out of C memory")
 	}
-	b := (*C.rg_bare)(C.calloc(1, C.sizeof_rg_bare))
-	if b == nil {
-		return res, errors.New("libfabric: out of C memory")
+	if b = (*C.rg_bare)(C.calloc(1, C.sizeof_rg_bare)); b == nil {
+		return nil, ctx, closeFn, errors.New("libfabric: out of C memory")
 	}
-	defer C.free(unsafe.Pointer(b))
-	desc := sr.descFor()
 	d := dr.Desc()
 	*b = C.rg_bare{
 		ep: te.c.ep, txcq: te.c.cq, rxcq: re.c.cq, dest: te.c.peer,
-		src: unsafe.Pointer(unsafe.SliceData(sr.b)), desc: desc, ctx: ctx,
-		len: C.size_t(size), nctx: C.size_t(nctx),
+		src: unsafe.Pointer(unsafe.SliceData(sr.b)), desc: sr.descFor(), ctx: ctx,
+		len: C.size_t(n), nctx: C.size_t(nctx),
 		addr: C.uint64_t(d.Addr), key: C.uint64_t(d.Key),
 		iters:      C.long(iters),
 		timeout_ns: C.longlong(time.Duration(iters) * p.opts.Timeout / 8),
@@ -225,9 +290,5 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (res BareRe
 	if b.timeout_ns < C.longlong(p.opts.Timeout) {
 		b.timeout_ns = C.longlong(p.opts.Timeout)
 	}
-	ns := C.rg_bare_run(b)
-	if ns < 0 {
-		return res, fiError("bare fi_writedata loop", int(-ns), "")
-	}
-	return BareResult{Size: size, Iters: iters, Elapsed: time.Duration(ns)}, nil
+	return b, ctx, closeFn, nil
 }

@@ -319,7 +319,16 @@ func TestMeasureBare(t *testing.T) {
 		}
 		t.Logf("%s: 32 × 1 MiB in %v (%.0f MB/s)", prov, res.Elapsed, res.BytesPerSecond()/1e6)
 	}
+	// Over 3 endpoint pairs at once: a message's pieces of 1/3 each
+	// (the last shorter), every pair's writes all received.
+	res, err := MeasureBareRails("tcp", 1<<20+5, 16, 3, Options{NamePrefix: testutil.Prefix(), Timeout: 20 * time.Second})
+	if err != nil || res.Iters != 16 || res.Size != 1<<20+5 || res.Elapsed <= 0 {
+		t.Errorf("3 endpoints: %+v %v", res, err)
+	}
 	if _, err := MeasureBare("tcp", 0, 1); err == nil {
 		t.Error("a bare loop of 0-byte writes was accepted")
+	}
+	if _, err := MeasureBareRails("tcp", 1<<20, 1, 0, Options{}); err == nil {
+		t.Error("a bare loop over 0 endpoints was accepted")
 	}
 }

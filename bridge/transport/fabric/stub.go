@@ -57,3 +57,9 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (BareResult
 	_, err := Open(provider, opts)
 	return BareResult{}, err
 }
+
+// MeasureBareRails reports that this build has no libfabric.
+func MeasureBareRails(provider string, size, iters, k int, opts Options) (BareResult, error) {
+	_, err := Open(provider, opts)
+	return BareResult{}, err
+}
