@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,12 @@ var (
 // Defaults.
 const (
 	DefaultRingSize = 64 << 20
+	// DefaultMaxChunk is the largest record payload by default: records of
+	// a few MiB keep a large message's transfer, its placement on the
+	// other host and the ring's reuse going at once (one record's copy
+	// overlaps the next one's transfer), at a header and an immediate per
+	// record.
+	DefaultMaxChunk = 4 << 20
 	// linkTimeout bounds the set-up of a data link (the writer's connect,
 	// the reader's accept and the writer's answer).
 	linkTimeout = 10 * time.Second
@@ -58,8 +65,10 @@ type Options struct {
 	DataHost string
 	// RingSize is the size of each ring this daemon offers (64 MiB).
 	RingSize uint64
-	// MaxChunk limits the payload of one ring record (0: the largest the
-	// ring allows; see ring.Config.MaxRecord). Larger messages are chunked.
+	// MaxChunk limits the payload of one ring record (0: DefaultMaxChunk,
+	// or the largest the ring allows if that is less, see
+	// ring.Config.MaxRecord; with NoChunking the largest the ring allows).
+	// Larger messages are chunked.
 	MaxChunk uint64
 	// NoChunking refuses messages larger than one record instead.
 	NoChunking bool
@@ -68,6 +77,11 @@ type Options struct {
 	Mode ring.Mode
 	// Watermark is the reader's head write-back watermark.
 	Watermark ring.Watermark
+	// Rails is how many connections each ring this daemon offers is
+	// written over at once (§3.7 "Rails"; the writer dials as many): 0
+	// chooses (AutoRails), 1 … ring.MaxRails. More than one needs
+	// write-imm mode.
+	Rails int
 	// BusyPoll is how long an idle link keeps polling its transport (and
 	// a writer its subscriptions) before it starts to sleep: lower latency
 	// for a core's worth of CPU per ring side. 0: a few yields, then
@@ -209,8 +223,10 @@ func New(opts Options) (*Bridge, error) {
 	if opts.MaxRingsPerPeer <= 0 {
 		opts.MaxRingsPerPeer = DefaultMaxRingsPerPeer
 	}
-	cfg := ring.Config{Size: opts.RingSize, MaxChunk: opts.MaxChunk, NoChunking: opts.NoChunking, Mode: opts.Mode, Watermark: opts.Watermark}
-	if _, err := cfg.Validate(); err != nil {
+	if opts.Rails == 0 {
+		opts.Rails = AutoRails(opts.Provider, opts.Mode, runtime.NumCPU())
+	}
+	if _, err := (&Bridge{opts: opts}).ringConfig().Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	secret := opts.Control.Secret
@@ -269,8 +285,38 @@ func New(opts Options) (*Bridge, error) {
 	b.wg.Add(1)
 	go b.watchGraph()
 	log.Info("bridge started", "host", hostID, "listen", b.ControlAddr(), "provider", prov.Name(),
-		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "per_topic", opts.PerTopic)
+		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "rails", opts.Rails, "per_topic", opts.PerTopic)
 	return b, nil
+}
+
+// ringConfig is the configuration of the rings this daemon offers.
+func (b *Bridge) ringConfig() ring.Config {
+	o := &b.opts
+	c := ring.Config{Size: o.RingSize, MaxChunk: o.MaxChunk, NoChunking: o.NoChunking, Mode: o.Mode, Watermark: o.Watermark, Rails: o.Rails}
+	if c.MaxChunk == 0 && !c.NoChunking {
+		if mr := c.MaxRecord(); mr > ring.HeaderSize {
+			c.MaxChunk = min(DefaultMaxChunk, mr-ring.HeaderSize)
+		}
+	}
+	return c
+}
+
+// AutoRails is the rail count Options.Rails = 0 chooses: TCP-based
+// providers (fabric:tcp, plain TCP) move bytes with the CPU of whoever
+// polls, so a rail per four cores, at most 4 (and at least 1) lets
+// transfers use more of them while leaving cores to the applications;
+// shm and verbs get 1 (shm copies through memory with one rail nearly at
+// memory speed; a NIC's queue pair is not CPU-bound); write-twice
+// allows only 1.
+func AutoRails(provider string, mode ring.Mode, cores int) int {
+	if mode != ring.WriteImm {
+		return 1
+	}
+	switch provider {
+	case "", "fabric:tcp", "tcp", "plaintcp":
+		return min(4, max(1, cores/4))
+	}
+	return 1
 }
 
 // Domain is the bridge's engine domain.

@@ -76,12 +76,17 @@ func pair(t *testing.T, provider string, tune func(*Options)) (a, b *Bridge) {
 
 func TestBridgeSmoke(t *testing.T) {
 	for _, prov := range []string{"tcp", "fabric:tcp"} {
-		for _, mode := range []ring.Mode{ring.WriteImm, ring.WriteTwice} {
-			t.Run(prov+"/"+mode.String(), func(t *testing.T) {
-				a, b := pair(t, prov, func(o *Options) { o.Mode = mode; o.MaxChunk = 1 << 20 })
+		for _, c := range []struct {
+			mode  ring.Mode
+			rails int
+		}{{ring.WriteImm, 1}, {ring.WriteTwice, 1}, {ring.WriteImm, 3}} {
+			t.Run(fmt.Sprintf("%s/%v/%d-rails", prov, c.mode, c.rails), func(t *testing.T) {
+				a, b := pair(t, prov, func(o *Options) { o.Mode = c.mode; o.MaxChunk = 1 << 20; o.Rails = c.rails })
 				q := qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.ReliabilityReliable}
 				sub, pub := endpoints(t, a, b, "/smoke", q)
-				sizes := []int{100, 4096, 3 << 20, 1}
+				// Several messages in flight, one striped over the rails
+				// (3 chunks of 1 MiB), small ones between.
+				sizes := []int{100, 4096, 3 << 20, 1, 700 << 10, 64, 2 << 20, 5}
 				for i, n := range sizes {
 					msg := bytes.Repeat([]byte{byte(i + 1)}, n)
 					if err := pub.Publish(msg); err != nil {
@@ -273,7 +278,7 @@ func TestBadRingOffer(t *testing.T) {
 			{msgRingOffer, ringOffer{Ring: 2, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 4096}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
 			{msgRingOffer, ringOffer{Ring: 3, ReaderEpoch: 1, Size: 1000, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
 			{msgRingOffer, ringOffer{Ring: 4, ReaderEpoch: 1, Size: 1 << 16, Mode: uint8(ring.WriteTwice), TailOff: 1 << 16, Region: region{Len: 1 << 16}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
-			{msgRingOffer, ringOffer{Ring: 5, ReaderEpoch: 1, Size: 1 << 16, Region: region{Len: 1 << 16}, Provider: "fabric:verbs", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
+			{msgRingOffer, ringOffer{Ring: 5, ReaderEpoch: 1, Size: 1 << 16, Region: region{Len: 1<<16 + 64}, TailOff: 1 << 16, Provider: "fabric:verbs", Addr: "127.0.0.1:1", RingVersion: ring.Version}},
 			// A version 1 reader's offer: no ring_version.
 			{msgRingOffer, ringOffer{Ring: 6, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 1 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1"}},
 			{msgRingAccept, ringAccept{Ring: 77}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ type DaemonFlags struct {
 	idle                                                          *time.Duration
 	group                                                         *string
 	config, listen, peers, secretFile, hostID, provider, dataHost *string
-	ringSize, maxChunk, mode, watermark                           *string
+	ringSize, maxChunk, mode, watermark, rails                    *string
 	busyPoll                                                      *time.Duration
 	noChunking, perTopic                                          *bool
 	maxPeers, maxRings                                            *int
@@ -93,9 +94,10 @@ func BindFlags(fs *flag.FlagSet, engine zerocopy.Config) *DaemonFlags {
 		provider:   fs.String("provider", "", "bridge: data transport: fabric:tcp (default), fabric:shm, fabric:verbs, tcp"),
 		dataHost:   fs.String("data-host", "", "bridge: local address of data links (default: the listen host)"),
 		ringSize:   fs.String("ring-size", "", "bridge: size of each ring this daemon offers (default 64MiB)"),
-		maxChunk:   fs.String("max-chunk", "", "bridge: largest payload of one ring record (default: what the ring allows)"),
+		maxChunk:   fs.String("max-chunk", "", "bridge: largest payload of one ring record (default 4MiB, or what the ring allows if less)"),
 		mode:       fs.String("mode", "write-imm", "bridge: signalling: write-imm (RDMA write with immediate) or write-twice (data write, then tail write)"),
 		watermark:  fs.String("watermark", "0", "bridge: head write-back watermark: 0 (every record), 1/8, 1/4, 1/2"),
+		rails:      fs.String("rails", "", "bridge: connections each ring is written over at once, 1…16, or auto (default: the config's rails, else auto: one per 4 cores, at most 4, for TCP-based providers; 1 otherwise)"),
 		busyPoll:   fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)"),
 		noChunking: fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them"),
 		perTopic:   fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair"),
@@ -127,6 +129,7 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 	}
 	o := Options{Engine: ecfg, PerTopic: *f.perTopic, BusyPoll: *f.busyPoll, NoChunking: *f.noChunking,
 		MaxPeers: *f.maxPeers, MaxRingsPerPeer: *f.maxRings}
+	var railsKey string // the config file's rails
 	if *f.config != "" {
 		c, err := control.LoadConfig(*f.config, dom)
 		if err != nil {
@@ -134,6 +137,7 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 		}
 		o.Control = c
 		o.Provider = c.Provider
+		railsKey = c.Rails
 	}
 	if *f.listen != "" {
 		o.Control.Listen = *f.listen
@@ -185,8 +189,28 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 	if o.Watermark, err = ParseWatermark(*f.watermark); err != nil {
 		return d, err
 	}
+	rails := *f.rails
+	if rails == "" {
+		rails = railsKey
+	}
+	if o.Rails, err = ParseRails(rails); err != nil {
+		return d, err
+	}
 	d.Bridge = &o
 	return d, nil
+}
+
+// ParseRails parses a rail count: "auto" (or "", "0": AutoRails decides)
+// or 1 … ring.MaxRails.
+func ParseRails(s string) (int, error) {
+	if s == "" || s == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > ring.MaxRails {
+		return 0, fmt.Errorf("%w: rails %q: want auto or 1…%d", ErrConfig, s, ring.MaxRails)
+	}
+	return n, nil
 }
 
 // ParseMode parses a signalling mode name ("write-imm", "write-twice").

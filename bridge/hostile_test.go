@@ -142,7 +142,7 @@ func TestHostilePeerFlood(t *testing.T) {
 	}{
 		{msgInterest, interestMsg{Topics: topics}},
 		{msgInterest, interestMsg{Topics: []topicInterest{{Topic: "/ok", Type: "a/msg/B", Depth: 1 << 30}}}},
-		{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: strings.Repeat("x", 512<<10), RingVersion: ring.Version}},
+		{msgRingOffer, ringOffer{Ring: 1, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, TailOff: 1 << 20, Provider: "plaintcp", Addr: strings.Repeat("x", 512<<10), RingVersion: ring.Version}},
 		{msgRingAccept, ringAccept{Ring: mine.Ring, ReaderEpoch: mine.ReaderEpoch, Offer: mine.Offer}},
 		{msgRingAccept, ringAccept{Ring: 1 << 31}},
 		{msgTopicMap, topicMap{Ring: mine.Ring, ReaderEpoch: mine.ReaderEpoch, ID: 0, Topic: "/m", Type: "a/msg/B", QoS: encodeQoS(reliable())}},
@@ -166,7 +166,7 @@ func TestHostilePeerFlood(t *testing.T) {
 		hostile = append(hostile, struct {
 			typ control.MsgType
 			v   any
-		}{msgRingOffer, ringOffer{Ring: 1, Topic: name, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}})
+		}{msgRingOffer, ringOffer{Ring: 1, Topic: name, ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, TailOff: 1 << 20, Provider: "plaintcp", Addr: "127.0.0.1:1", RingVersion: ring.Version}})
 	}
 	for i, m := range hostile {
 		before := refused()
@@ -187,7 +187,7 @@ func TestHostilePeerFlood(t *testing.T) {
 	goroutines, fds := runtime.NumGoroutine(), countFDs(t)
 	const offers = 5000
 	for i := 1; i <= offers; i++ {
-		evil.send(t, msgRingOffer, ringOffer{Ring: uint32(i), ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20},
+		evil.send(t, msgRingOffer, ringOffer{Ring: uint32(i), ReaderEpoch: 1, Size: 1 << 20, Region: region{Len: 2 << 20}, TailOff: 1 << 20,
 			Provider: "plaintcp", Addr: "127.0.0.1:1", Offer: 1, RingVersion: ring.Version})
 	}
 	for id := uint32(1); id <= 6000; id++ {

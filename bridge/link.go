@@ -158,13 +158,17 @@ type link struct {
 
 	// The goroutine's own: run, step and the role's methods.
 	state    linkState
-	offerNo  uint64             // the offer the current (or last) link stems from
-	deadline time.Time          // offered, connected: give up then
-	ep       transport.Endpoint // the data endpoint: held in connected and up
-	spins    int                // pacePoll passes in a row
-	idleFrom time.Time          // when the spins began
+	offerNo  uint64               // the offer the current (or last) link stems from
+	deadline time.Time            // offered, connected: give up then
+	eps      []transport.Endpoint // the rails' endpoints, by rail: held in connected and up
+	rails    *railSet             // up: the rails' pumps (rails.go), which own eps meanwhile
+	spins    int                  // pacePoll passes in a row
+	idleFrom time.Time            // when the spins began
 	items    []zerocopy.Waitable
 	ready    []bool
+
+	// railsNow is rails, for tests that break a rail from outside.
+	railsNow atomic.Pointer[railSet]
 }
 
 func (l *link) init(b *Bridge, p *peer, id uint32, only string, role linkRole, poll pollPolicy) {
@@ -210,12 +214,12 @@ type mailbox struct {
 // inbox is what a link takes from its mailbox in one pass.
 type inbox struct {
 	stop    bool
-	note    string             // take the current link down (why)
-	answer  *pendingOffer      // writer: a reader's offer to answer
-	reoffer bool               // reader: offer the ring (again)
-	conn    transport.Endpoint // reader: the writer connected to the current offer's listener
-	connErr error              // reader: the listener of the current offer failed
-	accept  *ringAccept        // reader: the writer's answer to the current offer
+	note    string               // take the current link down (why)
+	answer  *pendingOffer        // writer: a reader's offer to answer
+	reoffer bool                 // reader: offer the ring (again)
+	conns   []transport.Endpoint // reader: the writer's rails, connected to the current offer's listener
+	connErr error                // reader: the listener of the current offer failed
+	accept  *ringAccept          // reader: the writer's answer to the current offer
 	want    map[string]wantedTopic
 	wantSet bool // writer: want is new
 }
@@ -253,6 +257,24 @@ func (m *mailbox) take(s linkState) inbox {
 	return in
 }
 
+// poke wakes the link's goroutine (a rail got something it waits for),
+// unless the link is closed.
+func (m *mailbox) poke() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.wake.Trigger()
+	}
+}
+
+// stopping reports whether a stop or a note is pending: a link that waits
+// for its peer in a step gives up then.
+func (m *mailbox) stopping() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed || m.in.stop || m.in.note != ""
+}
+
 // current reports whether an offer number names the current link; a
 // note naming no offer (0) is about whichever link there is. Must hold mu.
 func (m *mailbox) current(offer uint64, note bool) bool {
@@ -263,28 +285,28 @@ func (m *mailbox) current(offer uint64, note bool) bool {
 }
 
 // setOffer makes offer (0: none) the current link's number: what is
-// pending about another link is dropped, and a connection for it returned
+// pending about another link is dropped, and connections for it returned
 // to be closed.
-func (m *mailbox) setOffer(offer uint64) transport.Endpoint {
+func (m *mailbox) setOffer(offer uint64) []transport.Endpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.offer = offer
 	m.in.note, m.in.accept = "", nil
-	ep := m.in.conn
-	m.in.conn, m.in.connErr = nil, nil
-	return ep
+	eps := m.in.conns
+	m.in.conns, m.in.connErr = nil, nil
+	return eps
 }
 
-// close drops later posts and gives the wake back; it returns a
-// connection that was still pending, to be closed.
-func (m *mailbox) close() transport.Endpoint {
+// close drops later posts and gives the wake back; it returns connections
+// that were still pending, to be closed.
+func (m *mailbox) close() []transport.Endpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
 	m.wake.Close()
-	ep := m.in.conn
+	eps := m.in.conns
 	m.in = inbox{}
-	return ep
+	return eps
 }
 
 // postAbout is post for what is about one link, named by its offer
@@ -350,17 +372,15 @@ func (l *link) step(in *inbox) {
 	if in.note != "" {
 		l.fail(errors.New(in.note), false, true)
 	}
-	if in.conn != nil || in.connErr != nil {
+	if in.conns != nil || in.connErr != nil {
 		switch {
 		case l.state != linkOffered: // cannot happen: the offer is current only while offered
-			if in.conn != nil {
-				in.conn.Close()
-			}
+			closeAll(in.conns)
 		case in.connErr != nil:
 			l.b.log.Warn("data link accept failed", "peer", l.host, "ring", l.id, "err", in.connErr)
 			l.fail(in.connErr, false, true)
 		default:
-			l.ep = in.conn
+			l.eps = in.conns
 			l.enter(linkConnected)
 		}
 	}
@@ -402,9 +422,7 @@ func (l *link) enter(s linkState) {
 	}
 	l.state = s
 	if s == linkDown {
-		if ep := l.mb.setOffer(0); ep != nil {
-			ep.Close()
-		}
+		closeAll(l.mb.setOffer(0))
 	}
 }
 
@@ -413,9 +431,26 @@ func (l *link) enter(s linkState) {
 func (l *link) setOffer(offer uint64) {
 	l.offerNo = offer
 	l.deadline = time.Now().Add(linkTimeout)
-	if ep := l.mb.setOffer(offer); ep != nil {
-		ep.Close()
+	closeAll(l.mb.setOffer(offer))
+}
+
+// startRails hands the endpoints to pumps of their own (rails.go); word
+// is what rail 0's pump watches.
+func (l *link) startRails(reader bool, word []byte) {
+	l.rails = newRails(l.eps, reader, l.poll, word, l.mb.poke)
+	l.railsNow.Store(l.rails)
+}
+
+// closeRails stops the pumps, if any, and closes the endpoints.
+func (l *link) closeRails() {
+	if l.rails != nil {
+		l.rails.close() // and the endpoints
+		l.rails = nil
+		l.railsNow.Store(nil)
+	} else {
+		closeAll(l.eps)
 	}
+	l.eps = nil
 }
 
 // fail takes the link down. From connected or up this is a failure:
@@ -428,12 +463,13 @@ func (l *link) fail(err error, tell, retry bool) {
 		return
 	}
 	l.enter(linkDown)
+	// The rails stop first: nothing lands in the ring or goes out while
+	// the role finishes what was in flight.
+	l.closeRails()
 	l.role.down(from)
 	if from != linkOffered {
 		l.stats.Failures.Add(1)
 		l.b.log.Warn("data link down ("+l.role.kind()+")", "peer", l.host, "ring", l.id, "err", err)
-		l.ep.Close()
-		l.ep = nil
 		if c := l.role.control(); tell && c != nil {
 			l.b.send(c, msgRingDown, ringDown{Ring: l.id, FromReader: l.role.kind() == "reader", Reason: err.Error(), Offer: l.offerNo})
 		}
@@ -461,6 +497,12 @@ func (l *link) wait(d time.Duration) {
 	var busy time.Duration
 	if l.state == linkUp {
 		busy = l.b.opts.BusyPoll
+	}
+	if r := l.rails; r != nil {
+		if !r.sleep() {
+			return // a rail got something during the pass
+		}
+		defer r.awake()
 	}
 	zerocopy.Wait(l.items, l.ready[:len(l.items)], d, busy)
 }
@@ -490,14 +532,9 @@ func (l *link) backoff() {
 // shutdown ends the link: the mailbox closes, then the endpoint and
 // whatever the role holds (what was in flight is given up, not finished).
 func (l *link) shutdown() {
-	if ep := l.mb.close(); ep != nil {
-		ep.Close()
-	}
 	from := l.state
+	l.closeRails()
+	closeAll(l.mb.close())
 	l.enter(linkClosed)
-	if from == linkConnected || from == linkUp {
-		l.ep.Close()
-		l.ep = nil
-	}
 	l.role.close(from)
 }

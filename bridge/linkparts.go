@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 )
 
 // Messages with meta (§3.7, ring format version 2): a sample's meta block
@@ -19,45 +18,39 @@ import (
 // was copied into). The reader (readerLink.deliver) splits each record at
 // the prefix's end: meta into a buffer, payload into the loan.
 
-// recordPart is one write of a record: bytes of a registered region.
-type recordPart struct {
-	src []byte
-	reg transport.Region
-}
-
-// recordParts lists f's writes after PutHeader filled the header slot
-// (hs: the header then the meta length word, slot memory of l.local).
-func (l *writerLink) recordParts(f *flight, hs []byte) ([]recordPart, error) {
-	parts := make([]recordPart, 0, 3)
+// recordParts appends f's writes (source and region; the caller aims
+// them) to ws after PutHeader filled the header slot (hs: the header then
+// the meta length word, slot memory of l.local).
+func (l *writerLink) recordParts(ws []railWrite, f *flight, hs []byte) ([]railWrite, error) {
 	head := hs[:ring.HeaderSize]
 	if f.prefix > 0 && f.off < ring.MetaLenSize {
 		if f.off != 0 || f.hdr.PayloadLen < ring.MetaLenSize {
-			return nil, fmt.Errorf("topic %s: chunk %d of %d bytes cannot start the meta prefix", f.ot.name, f.hdr.Chunk, f.hdr.PayloadLen)
+			return ws, fmt.Errorf("topic %s: chunk %d of %d bytes cannot start the meta prefix", f.ot.name, f.hdr.Chunk, f.hdr.PayloadLen)
 		}
 		binary.LittleEndian.PutUint32(hs[ring.HeaderSize:], uint32(f.prefix-ring.MetaLenSize))
 		head = hs[:ring.HeaderSize+ring.MetaLenSize]
 	}
-	parts = append(parts, recordPart{head, l.local})
+	ws = append(ws, railWrite{src: head, reg: l.local})
 	if off, n := f.metaSpan(); n > 0 {
 		meta := f.smp.Meta()
 		if f.ot.reg == nil || off+n > uint64(len(meta)) {
-			return nil, fmt.Errorf("topic %s: sample has no registered meta for chunk %d", f.ot.name, f.hdr.Chunk)
+			return ws, fmt.Errorf("topic %s: sample has no registered meta for chunk %d", f.ot.name, f.hdr.Chunk)
 		}
-		parts = append(parts, recordPart{meta[off : off+n], f.ot.reg})
+		ws = append(ws, railWrite{src: meta[off : off+n], reg: f.ot.reg})
 	}
 	off, n := f.dataSpan()
 	switch {
 	case n == 0:
 	case f.slot != 0:
-		parts = append(parts, recordPart{l.stg.slots[f.slot-1].buf[:n], l.stg.reg})
+		ws = append(ws, railWrite{src: l.stg.slots[f.slot-1].buf[:n], reg: l.stg.reg})
 	default:
 		payload := f.smp.Bytes()
 		if payload == nil || off+n > uint64(len(payload)) {
-			return nil, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
+			return ws, fmt.Errorf("topic %s: sample has no host bytes for chunk %d", f.ot.name, f.hdr.Chunk)
 		}
-		parts = append(parts, recordPart{payload[off : off+n], f.ot.reg})
+		ws = append(ws, railWrite{src: payload[off : off+n], reg: f.ot.reg})
 	}
-	return parts, nil
+	return ws, nil
 }
 
 // needsStage reports whether f's payload bytes go through a staging slot:

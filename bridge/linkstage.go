@@ -49,7 +49,8 @@ const (
 type stageSlot struct {
 	buf    []byte
 	state  int
-	doneAt uint64 // slotPosted: the endpoint's Writes after posting from it
+	rail   int    // slotPosted: the rail its record went on
+	doneAt uint64 // slotPosted: the rail's write count after posting from it
 }
 
 // staging is a link's staging memory: K slots in one registered region,
@@ -189,7 +190,8 @@ func (l *writerLink) stage(f *flight) (bool, error) {
 	case slotStaged:
 		return false, nil
 	case slotPosted:
-		if l.ep.Stats().Completions < s.doneAt {
+		if !l.rails.done(s.rail, s.doneAt) {
+			l.needCompl = true // woken when it completes
 			return false, nil
 		}
 	}

@@ -98,7 +98,7 @@ type ringOffer struct {
 	Watermark   uint8  `json:"watermark"`
 	CompactImm  bool   `json:"compact_imm"`
 	Region      region `json:"region"`
-	TailOff     uint64 `json:"tail_off"` // the 8-byte tail slot (write-twice)
+	TailOff     uint64 `json:"tail_off"` // the 8-byte tail slot (write-twice), then the 8-byte hello word (§3.7 "Rails")
 	Provider    string `json:"provider"`
 	Addr        string `json:"addr"`
 	Head        uint64 `json:"head"`
@@ -109,12 +109,15 @@ type ringOffer struct {
 	// the writer refuses another (absent: a reader of version 1, which
 	// knows no META records).
 	RingVersion uint8 `json:"ring_version"`
+	// Rails is how many connections the writer dials and writes the ring
+	// over (ring version 3; 1 … ring.MaxRails).
+	Rails int `json:"rails"`
 }
 
 // config is the ring configuration the offer describes.
 func (o *ringOffer) config() ring.Config {
 	return ring.Config{Size: o.Size, Base: o.Base, MaxChunk: o.MaxChunk, Mode: ring.Mode(o.Mode),
-		Watermark: ring.Watermark(o.Watermark), CompactImm: o.CompactImm}
+		Watermark: ring.Watermark(o.Watermark), CompactImm: o.CompactImm, Rails: o.Rails}
 }
 
 // validate checks an offer against the wire format and the region it
@@ -134,9 +137,11 @@ func (o *ringOffer) validate() (ring.Config, error) {
 	if o.Region.Len < o.Base || o.Region.Len-o.Base < o.Size {
 		return c, fmt.Errorf("%w: ring %d of %d bytes at base %d lies outside the %d-byte registered region", ErrBadOffer, o.Ring, o.Size, o.Base, o.Region.Len)
 	}
-	if c.Mode == ring.WriteTwice && (o.Region.Len < 8 || o.TailOff > o.Region.Len-8 || o.TailOff%8 != 0 ||
-		(o.TailOff+8 > o.Base && o.TailOff < o.Base+o.Size)) {
-		return c, fmt.Errorf("%w: ring %d: tail slot at %d is outside the %d-byte region, misaligned or inside the ring", ErrBadOffer, o.Ring, o.TailOff, o.Region.Len)
+	// The tail slot and the hello word every rail writes first.
+	const words = ring.HelloOffset + ring.WordSize
+	if o.Region.Len < words || o.TailOff > o.Region.Len-words || o.TailOff%8 != 0 ||
+		(o.TailOff+words > o.Base && o.TailOff < o.Base+o.Size) {
+		return c, fmt.Errorf("%w: ring %d: tail slot and hello word at %d are outside the %d-byte region, misaligned or inside the ring", ErrBadOffer, o.Ring, o.TailOff, o.Region.Len)
 	}
 	if o.Head%ring.Align != 0 {
 		return c, fmt.Errorf("%w: ring %d: head %d is not a multiple of %d", ErrBadOffer, o.Ring, o.Head, ring.Align)

@@ -13,12 +13,14 @@ import (
 )
 
 // Layout of a writer's registered memory (local): the DelayedHead word the
-// reader writes back into, then per in-flight record a header slot
-// followed by the meta length word (a message's first record, when it
-// carries meta: written with the header, §3.7), a pad header slot
-// (write-twice) and a tail word (write-twice), 64 bytes each.
+// reader writes back into, the rails' hello words (8 bytes each, §3.7
+// "Rails"), then per in-flight record a header slot followed by the meta
+// length word (a message's first record, when it carries meta: written
+// with the header, §3.7), a pad header slot (write-twice) and a tail word
+// (write-twice), 64 bytes each.
 const (
 	wHeadOff  = 0
+	wHelloOff = 64
 	wSlotsOff = 4096
 	wPadOff   = 2 * ring.HeaderSize // in a slot
 	wTailOff  = 3 * ring.HeaderSize // in a slot
@@ -65,13 +67,16 @@ type writerLink struct {
 	curWant     map[string]wantedTopic
 	fl          []flight // committed (or to resend) records, oldest first
 	fh          int      // first live flight
+	ackTo       int      // flights before it are acknowledged (released from fh on, once their writes completed)
 	rs          int      // first flight still to (re)send after a rewind
 	ss          int      // first flight to resend not yet looked at for staging (≥ rs)
 	cur         *message // message being written (nil: none)
 	pend        []flight // staged chunks of cur not yet posted, in order
 	stg         *staging // device payload staging
 	acked       []ring.Record
-	imms        [4]uint64
+	ws          []railWrite // a record's writes, reused
+	copying     bool        // the last pass waited for a staging copy
+	needCompl   bool        // the last pass waited for a rail's completions
 }
 
 // writerPoll: a writer with writes moving (software providers move bytes
@@ -109,6 +114,10 @@ type flight struct {
 	prefix  uint64 // the message's meta prefix (ring.MetaPrefix): its payload starts there
 	lastRec bool
 	slot    int // staging slot + 1 holding the payload copy; 0: none (yet)
+	// rail and posted: the rail the record's writes went on and its write
+	// count after them (0: not posted on the current link).
+	rail   int
+	posted uint64
 }
 
 // message is a sample being written, chunk by chunk.
@@ -120,6 +129,7 @@ type message struct {
 	chunks uint32
 	next   uint32 // next chunk to post
 	seq    uint64
+	plan   ring.Chunking
 	stage  bool   // its payload goes through staging slots
 	staged uint32 // chunks whose staging copy was started (≥ next)
 }
@@ -154,9 +164,15 @@ func (l *writerLink) start(*ringAccept) error {
 	return errors.New("a writer takes no accept") // not routed here: only readers get them
 }
 
-// down: nothing to do; what is still to send is sent again on the next
+// down: the rails are closed, so their writes are over: acknowledged
+// records are released; what is still to send is sent again on the next
 // link (open resets the staging slots).
-func (l *writerLink) down(linkState) {}
+func (l *writerLink) down(linkState) {
+	l.release()
+	for i := l.fh; i < len(l.fl); i++ {
+		l.fl[i].posted = 0
+	}
+}
 
 // apply opens and retires bridge subscriptions as the wanted topics
 // change, in every state.
@@ -229,21 +245,24 @@ func (l *writerLink) open(in *inbox) error {
 	}
 	l.rs = l.fh // everything not acknowledged is written again
 	l.ss = l.rs
-	l.w.ResetHeadWord(l.local.Bytes()[wHeadOff:])
+	mem := l.local.Bytes()
+	l.w.ResetHeadWord(mem[wHeadOff:])
 	l.setOffer(o.Offer)
-	ep, err := l.b.prov.Dial(o.Addr)
+	l.ctl, l.remote, l.tailOff = p.ctl, o.Region.remote(), o.TailOff
+	eps, err := dialRails(l.b.prov, o.Addr, p.cfg.Rails, l.local, mem[wHelloOff:wHelloOff+ring.MaxRails*ring.WordSize], l.remote, o.TailOff+ring.HelloOffset)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", o.Addr, err)
+		return err
 	}
-	l.ep, l.ctl, l.remote, l.tailOff = ep, p.ctl, o.Region.remote(), o.TailOff
+	l.eps = eps
 	l.enter(linkConnected)
 	hr := toRegion(l.local.Desc())
 	hr.Len = ring.WordSize
 	if !l.b.send(l.ctl, msgRingAccept, ringAccept{Ring: l.id, ReaderEpoch: o.ReaderEpoch, WriterEpoch: l.epoch, HeadRegion: hr, Restart: l.w.Tail(), Offer: o.Offer}) {
 		return errors.New("control connection lost while accepting the ring")
 	}
+	l.startRails(false, mem[wHeadOff:wHeadOff+ring.WordSize])
 	l.enter(linkUp)
-	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
+	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", len(eps), "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
 	l.prepareStaging()
 	return nil
 }
@@ -272,7 +291,7 @@ func (l *writerLink) restartMessage() {
 	}
 	rest := append([]flight(nil), l.fl[l.fh:]...)
 	l.fl = append(pre, rest...)
-	l.fh, l.rs = 0, 0
+	l.fh, l.rs, l.ackTo = 0, 0, 0
 }
 
 // applyWanted opens bridge subscriptions for wanted topics that have none
@@ -388,12 +407,26 @@ func (l *writerLink) collect() bool {
 	return closed
 }
 
-// ack applies the head the reader wrote back: acknowledged records are
-// done, and a sample is returned with its last record.
+// ack applies the head the reader wrote back: the records it passed are
+// acknowledged, and released (release).
 func (l *writerLink) ack() {
 	l.acked = l.w.Acked(l.acked[:0])
-	for range l.acked {
+	l.ackTo += len(l.acked)
+	l.release()
+}
+
+// release is done with acknowledged records whose writes also completed
+// here (the peer has the bytes, so they will; the wait makes the pump's
+// last use of the sample happen before its return): a sample is returned
+// with its last record. It reports whether it released any.
+func (l *writerLink) release() bool {
+	from := l.fh
+	for l.fh < l.ackTo {
 		f := &l.fl[l.fh]
+		if f.posted != 0 && l.rails != nil && !l.rails.done(f.rail, f.posted) {
+			l.needCompl = true // woken when it completes
+			break
+		}
 		if f.lastRec {
 			f.smp.Return()
 			l.stats.Messages.Add(1)
@@ -411,19 +444,24 @@ func (l *writerLink) ack() {
 			l.ss = l.fh
 		}
 	}
+	released := l.fh != from
 	if l.fh > 1024 && l.fh*2 > len(l.fl) {
 		n := copy(l.fl, l.fl[l.fh:])
 		l.rs -= l.fh
 		l.ss -= l.fh
+		l.ackTo -= l.fh
 		l.fl = l.fl[:n]
 		l.fh = 0
 	}
+	return released
 }
 
-// pump is one pass while up: after progress another pass at once; with
-// writes moving or data waiting for ring room, close polling; otherwise
-// a wait for a sample or a request, or (with records in flight) the next
-// head write-back, which lands only while this side polls the transport.
+// pump is one pass while up: after progress another pass at once; while
+// a staging copy runs, close polling (the engine's completions wake
+// nobody); otherwise a wait for a sample, a request or what the rails
+// bring (a head write-back, completions the link waits for), which wake
+// the link (rails.go): a short one while data waits for ring room or
+// samples for their acknowledgement.
 func (l *writerLink) pump() (pace, time.Duration, error) {
 	progressed, blocked, err := l.move()
 	switch {
@@ -431,32 +469,39 @@ func (l *writerLink) pump() (pace, time.Duration, error) {
 		return 0, 0, err
 	case progressed:
 		return paceNow, 0, nil
-	}
-	if st := l.ep.Stats(); blocked || st.Writes > st.Completions {
+	case blocked && l.copying:
 		return pacePoll, 0, nil
-	}
-	if l.inFlight() > 0 {
-		return paceWait, time.Millisecond, nil
+	case blocked || l.inFlight() > 0:
+		return paceWait, 10 * time.Millisecond, nil
 	}
 	return paceWait, 100 * time.Millisecond, nil
 }
 
-// move polls the transport, applies head updates, writes what can be
-// written. progressed: something moved; blocked: data is waiting for ring
-// space or in-flight room.
+// move applies head updates, writes what can be written. progressed:
+// something moved; blocked: data is waiting for ring space, in-flight room
+// or a staging copy (copying).
 func (l *writerLink) move() (progressed, blocked bool, err error) {
-	if _, err := l.ep.Poll(l.imms[:]); err != nil {
+	if err := l.rails.err(); err != nil {
 		return false, false, err
 	}
-	if moved, err := l.w.ApplyHeadWord(l.local.Bytes()[wHeadOff:]); err != nil {
-		return false, false, fmt.Errorf("head write-back: %w", err)
-	} else if moved {
+	l.rails.begin()
+	l.copying, l.needCompl = false, false
+	if h := l.rails.value.Load(); h != l.w.DelayedHead() {
+		if err := l.w.OnHeadUpdate(h); err != nil {
+			return false, false, fmt.Errorf("head write-back: %w", err)
+		}
 		l.ack()
 		if l.collect() {
 			l.applyWanted()
 		}
 		progressed = true
+	} else if l.fh < l.ackTo && l.release() {
+		progressed = true
 	}
+	defer func() {
+		l.rails.busy.Store(l.inFlight() > 0)
+		l.rails.wantCompl.Store(l.needCompl)
+	}()
 	// Records to write again after a link failure come first, in order.
 	for l.rs < len(l.fl) {
 		if err := l.announce(l.fl[l.rs].ot); err != nil {
@@ -468,6 +513,7 @@ func (l *writerLink) move() (progressed, blocked bool, err error) {
 			return progressed, false, err
 		}
 		if ok, err := l.payloadReady(&l.fl[l.rs]); err != nil || !ok {
+			l.copying = err == nil
 			return progressed, err == nil, err
 		}
 		ok, err := l.post(&l.fl[l.rs])
@@ -512,7 +558,7 @@ func (l *writerLink) next() bool {
 		l.rr = (l.rr + i + 1) % len(l.order)
 		prefix := ring.MetaPrefix(len(smp.Meta()))
 		size := prefix + uint64(smp.Size())
-		chunks, err := l.w.Chunks(size)
+		plan, err := l.w.Split(size, l.cfg.Rails, minStripe)
 		if err != nil {
 			l.b.log.Error("message refused", "topic", ot.name, "size", size, "err", err)
 			l.stats.Dropped.Add(1)
@@ -521,7 +567,7 @@ func (l *writerLink) next() bool {
 		}
 		ot.seq++
 		ot.refs++
-		l.cur = &message{ot: ot, smp: smp, size: size, prefix: prefix, chunks: chunks, seq: ot.seq, stage: stages(ot, smp)}
+		l.cur = &message{ot: ot, smp: smp, size: size, prefix: prefix, chunks: plan.Count, plan: plan, seq: ot.seq, stage: stages(ot, smp)}
 		return true
 	}
 	return false
@@ -538,162 +584,6 @@ func (l *writerLink) announce(ot *outTopic) error {
 	}
 	ot.announced = true
 	return nil
-}
-
-// writeChunk writes the current message's next chunk. ok is false when
-// the ring (or the in-flight limit) has no room: BEST_EFFORT messages are
-// then dropped before their first chunk, RELIABLE ones wait.
-func (l *writerLink) writeChunk() (ok bool, err error) {
-	m := l.cur
-	if err := l.announce(m.ot); err != nil {
-		return false, err
-	}
-	var f flight
-	if m.stage {
-		// The copies of the next chunks run while this one is sent.
-		if err := l.stageAhead(); err != nil {
-			return false, err
-		}
-		if len(l.pend) == 0 {
-			return false, nil // every slot busy: wait for their writes
-		}
-		f = l.pend[0]
-		if ok, err := l.payloadReady(&f); err != nil || !ok {
-			return false, err
-		}
-	} else {
-		f = l.chunkFlight(m, m.next)
-	}
-	n := f.hdr.PayloadLen
-	posted, err := l.post(&f)
-	if err != nil {
-		return false, err
-	}
-	if !posted {
-		if m.next == 0 && m.ot.want.subQoS.Reliability == qos.ReliabilityBestEffort {
-			l.unstage() // its copies read the sample: done before it is returned
-			l.stats.Dropped.Add(1)
-			m.smp.Return()
-			m.ot.refs--
-			l.cur = nil
-			return true, nil
-		}
-		return false, nil
-	}
-	if m.stage {
-		l.pend = append(l.pend[:0], l.pend[1:]...)
-	}
-	m.ot.refs++
-	l.fl = append(l.fl, f)
-	l.rs = len(l.fl)
-	l.stats.Bytes.Add(n)
-	m.next++
-	if m.next == m.chunks {
-		m.ot.refs--
-		l.cur = nil
-	}
-	return true, nil
-}
-
-// chunkFlight is the flight of chunk c of m.
-func (l *writerLink) chunkFlight(m *message, c uint32) flight {
-	off, n := l.w.ChunkSpan(m.size, c)
-	info := m.smp.Info()
-	return flight{ot: m.ot, smp: m.smp, off: off, prefix: m.prefix, lastRec: c == m.chunks-1,
-		hdr: ring.Header{Topic: m.ot.id, Chunk: c, Chunks: m.chunks, Seq: m.seq, PayloadLen: n,
-			Timestamp: info.SourceTimestamp.UnixNano(), GID: info.Publisher, Meta: m.prefix > 0}}
-}
-
-// dataSpan is the part of f's record that is payload: its offset in the
-// sample's payload and its length (0: the record carries meta only).
-func (f *flight) dataSpan() (off, n uint64) {
-	start, end := max(f.off, f.prefix), f.off+f.hdr.PayloadLen
-	if end <= start {
-		return 0, 0
-	}
-	return start - f.prefix, end - start
-}
-
-// metaSpan is the part of f's record that is meta bytes (after the length
-// word): its offset in the sample's meta and its length.
-func (f *flight) metaSpan() (off, n uint64) {
-	start, end := max(f.off, ring.MetaLenSize), min(f.off+f.hdr.PayloadLen, f.prefix)
-	if f.prefix == 0 || end <= start {
-		return 0, 0
-	}
-	return start - ring.MetaLenSize, end - start
-}
-
-// post reserves ring space for a record and writes it: the header (and in
-// write-twice mode a pad header) from registered slots, the payload from
-// the shared pool (or from its staging slot, which is then busy until the
-// write completed locally), then commits. It returns false when there is
-// no room.
-func (l *writerLink) post(f *flight) (bool, error) {
-	if l.w.InFlight() >= maxInFlight {
-		return false, nil
-	}
-	s, err := l.w.Reserve(ring.RecordLen(f.hdr.PayloadLen))
-	if errors.Is(err, ring.ErrFull) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	slot := wSlotsOff + (l.slotCtr%maxInFlight)*wSlotSize
-	l.slotCtr++
-	mem := l.local.Bytes()
-	hb := mem[slot : slot+ring.HeaderSize]
-	if err := l.w.PutHeader(hb, s, &f.hdr); err != nil {
-		return false, err
-	}
-	base := l.cfg.Base
-	twice := l.cfg.Mode == ring.WriteTwice
-	if twice && s.Pad > 0 {
-		pb := mem[slot+wPadOff : slot+wPadOff+ring.HeaderSize]
-		if err := l.w.PutPad(pb, s); err != nil {
-			return false, err
-		}
-		if err := l.ep.Write(pb, l.local, l.remote, base+s.PadOffset); err != nil {
-			return false, err
-		}
-	}
-	parts, err := l.recordParts(f, mem[slot:slot+wPadOff])
-	if err != nil {
-		return false, err
-	}
-	// The record's writes in ring order; the last one carries the
-	// immediate (write-imm), so the reader sees the record whole.
-	dst := base + s.Offset
-	for i, p := range parts {
-		if i == len(parts)-1 && !twice {
-			err = l.ep.WriteImm(p.src, p.reg, l.remote, dst, s.Imm)
-		} else {
-			err = l.ep.Write(p.src, p.reg, l.remote, dst)
-		}
-		if err != nil {
-			return false, err
-		}
-		dst += uint64(len(p.src))
-	}
-	if err := l.w.Commit(s, &f.hdr); err != nil {
-		return false, err
-	}
-	if twice {
-		tb := mem[slot+wTailOff : slot+wTailOff+ring.WordSize]
-		l.w.PutTail(tb)
-		if err := l.ep.Write(tb, l.local, l.remote, l.tailOff); err != nil {
-			return false, err
-		}
-	}
-	if f.slot != 0 {
-		// Free once this endpoint completed every write posted so far.
-		sl := &l.stg.slots[f.slot-1]
-		sl.state, sl.doneAt = slotPosted, l.ep.Stats().Writes
-		f.slot = 0
-	}
-	l.stats.Records.Add(1)
-	return true, nil
 }
 
 // close returns every held sample and closes what the link owns (the
@@ -713,7 +603,7 @@ func (l *writerLink) close(linkState) {
 	if l.cur != nil {
 		l.cur.smp.Return() // no flight of it has lastRec yet
 	}
-	l.fl, l.fh, l.rs, l.ss, l.cur, l.pend = nil, 0, 0, 0, nil, nil
+	l.fl, l.fh, l.rs, l.ss, l.ackTo, l.cur, l.pend = nil, 0, 0, 0, 0, nil, nil
 	for _, ot := range l.topics {
 		ot.refs, ot.removing, ot.drain = 0, true, 0
 	}

@@ -43,12 +43,16 @@ type readerLink struct {
 	topics      map[uint32]*inTopic // by topic id, for the current writer
 	pubs        map[string]*inTopic // by topic name, kept across writers
 	recs        []ring.Record
-	imms        []uint64
+	railImms    [][]uint64 // per rail: immediates received; railPos[i] of them taken
+	railPos     []int
+	heads       []uint64 // scratch for NextRail
+	has         []bool
 	stallSince  time.Time
 	wbPending   bool
 	wbPosted    uint64 // transport writes posted when the last write-back went out
 	placing     []placing
 	cp          *zerocopy.Copier // asynchronous copies into device loans; made on first need
+	workers     *copyWorkers     // copies into host loans (hostcopy.go); made on first need
 }
 
 // readerPoll pauses a reader that found nothing: it polls hot for a
@@ -76,7 +80,7 @@ type inTopic struct {
 // function that offers its ring (to call after unlocking). Must hold b.mu.
 func (b *Bridge) newReaderLocked(p *peer, only string) func() {
 	p.nextRing++
-	l := &readerLink{epoch: randomEpoch(), topics: map[uint32]*inTopic{}, pubs: map[string]*inTopic{}, imms: make([]uint64, 256)}
+	l := &readerLink{epoch: randomEpoch(), topics: map[uint32]*inTopic{}, pubs: map[string]*inTopic{}}
 	l.init(b, p, p.nextRing, only, l, readerPoll)
 	l.mb.maps = map[uint32]topicMap{}
 	p.readers[l.id] = l
@@ -164,11 +168,11 @@ func (l *readerLink) down(from linkState) {
 func (l *readerLink) open(*inbox) error {
 	b := l.b
 	if l.mem == nil {
-		cfg, err := ring.Config{Size: b.opts.RingSize, MaxChunk: b.opts.MaxChunk, NoChunking: b.opts.NoChunking,
-			Mode: b.opts.Mode, Watermark: b.opts.Watermark}.Validate()
+		cfg, err := b.ringConfig().Validate()
 		if err != nil {
 			return err
 		}
+		// The ring, then its tail slot and hello word (§3.7).
 		mem, err := b.prov.Alloc(int(cfg.Size) + ring.Align)
 		if err != nil {
 			return fmt.Errorf("registering the ring: %w", err)
@@ -207,7 +211,7 @@ func (l *readerLink) open(*inbox) error {
 	l.ln = ln
 	l.enter(linkOffered)
 	b.wg.Add(1)
-	go l.acceptOne(ln, l.offers)
+	go l.acceptAll(ln, l.offers, l.cfg.Rails)
 	var head uint64
 	if l.r != nil {
 		head = l.r.Head()
@@ -215,22 +219,23 @@ func (l *readerLink) open(*inbox) error {
 	o := ringOffer{Ring: l.id, Topic: l.only, ReaderEpoch: l.epoch, Size: l.cfg.Size, MaxChunk: l.cfg.MaxChunk,
 		Mode: uint8(l.cfg.Mode), Watermark: uint8(l.cfg.Watermark), CompactImm: l.cfg.CompactImm,
 		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, Offer: l.offers,
-		RingVersion: ring.Version}
+		RingVersion: ring.Version, Rails: l.cfg.Rails}
 	if !b.send(c, msgRingOffer, o) {
 		return errors.New("no control connection to the peer")
 	}
 	return nil
 }
 
-// acceptOne takes the writer's connection to the listener of an offer
-// and posts it; the link closes the listener earlier when it gives the
-// offer up, and a connection that comes after is closed here.
-func (l *readerLink) acceptOne(ln transport.Listener, offer uint64) {
+// acceptAll takes the writer's k rails to the listener of an offer and
+// posts them (start orders them); the link closes the listener earlier
+// when it gives the offer up, and connections that come after are closed
+// here.
+func (l *readerLink) acceptAll(ln transport.Listener, offer uint64, k int) {
 	defer l.b.wg.Done()
-	ep, err := ln.Accept()
+	eps, err := acceptRails(ln, k)
 	ln.Close()
-	if !l.mb.postAbout(offer, false, func(in *inbox) { in.conn, in.connErr = ep, err }) && ep != nil {
-		ep.Close()
+	if !l.mb.postAbout(offer, false, func(in *inbox) { in.conns, in.connErr = eps, err }) {
+		closeAll(eps)
 	}
 }
 
@@ -281,43 +286,54 @@ func (l *readerLink) start(a *ringAccept) error {
 	} else if err := l.r.Resync(a.Restart); err != nil {
 		return err
 	}
-	l.r.ResetTailSlot(l.mem.Bytes()[l.cfg.Size:]) // at the restart position
+	tail := l.mem.Bytes()[l.cfg.Size : l.cfg.Size+ring.WordSize]
+	l.r.ResetTailSlot(tail) // at the restart position, before anything more lands
+	// The rails in the order of their hellos: reading them lands what
+	// the writer wrote after them (it writes once its accept is sent).
+	eps, err := orderRails(l.eps, l.deadline, l.mb.stopping)
+	if err != nil {
+		return err
+	}
+	l.eps = eps
 	l.recs = l.recs[:0]
 	l.headRemote = a.HeadRegion.remote()
-	l.wbPending, l.wbPosted = false, 0 // a new endpoint counts its writes from 0
-	l.b.log.Info("data link up (reader)", "peer", l.host, "ring", l.id, "topic", l.only, "restart", a.Restart)
+	l.wbPending, l.wbPosted = false, 0 // new endpoints count their writes from 0
+	k := len(l.eps)
+	l.railImms, l.railPos, l.heads, l.has = make([][]uint64, k), make([]int, k), make([]uint64, k), make([]bool, k)
+	if l.cfg.Mode == ring.WriteTwice {
+		l.startRails(true, tail) // rail 0's pump reads the tail slot
+	} else {
+		l.startRails(true, nil)
+	}
+	l.b.log.Info("data link up (reader)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", k, "restart", a.Restart)
 	return nil
 }
 
-// pump receives what landed, delivers it, and writes Head back. It
-// polls on (pacePoll) when it found nothing, and waits a little when
-// records wait for their topic map (it travels on the control connection
-// and may come after the data).
+// pump receives what the rails landed, delivers it, and writes Head
+// back. It waits for the rails (they wake it) when it found nothing,
+// polls closely while device copies run (their completions wake nobody),
+// and waits a little when records wait for their topic map (it travels on
+// the control connection and may come after the data).
 func (l *readerLink) pump() (pace, time.Duration, error) {
+	if err := l.rails.err(); err != nil {
+		return 0, 0, err
+	}
+	l.rails.begin()
 	var n int
 	var err error
 	if l.cfg.Mode == ring.WriteImm {
-		if n, err = l.ep.Poll(l.imms); err != nil {
+		if n, err = l.receive(); err != nil {
 			return 0, 0, err
-		}
-		for _, imm := range l.imms[:n] {
-			rec, err := l.r.OnImmediate(imm)
-			if err != nil {
-				return 0, 0, err
-			}
-			l.recs = append(l.recs, rec)
 		}
 	} else {
-		if _, err := l.ep.Poll(l.imms); err != nil {
-			return 0, 0, err
-		}
 		before := len(l.recs)
-		if l.recs, err = l.r.ReadTailSlot(l.mem.Bytes()[l.cfg.Size:], l.recs); err != nil {
+		if l.recs, err = l.r.OnTail(l.rails.value.Load(), l.recs); err != nil {
 			return 0, 0, err
 		}
 		n = len(l.recs) - before
 	}
 	idle := n == 0 && len(l.recs) == 0 && len(l.placing) == 0
+	placing := len(l.placing)
 	done := 0
 	for i := range l.recs {
 		ok, err := l.deliver(&l.recs[i])
@@ -350,13 +366,50 @@ func (l *readerLink) pump() (pace, time.Duration, error) {
 	if err := l.writeBack(); err != nil {
 		return 0, 0, err
 	}
+	l.rails.wantCompl.Store(l.wbPending) // woken when the last write-back completed
+	finished := placing + done - len(l.placing)
 	switch {
-	case idle:
-		return pacePoll, 0, nil
+	case n > 0 || done > 0 || finished > 0:
+		return paceNow, 0, nil
 	case stalled:
 		return paceWait, time.Millisecond, nil
+	case len(l.placing) > 0 && l.placing[0].c != nil:
+		return pacePoll, 0, nil // a device copy: its completion wakes nobody
 	}
-	return paceNow, 0, nil
+	return paceWait, 100 * time.Millisecond, nil // the rails and copy workers wake the link
+}
+
+// receive takes the records whose immediates the rails received, in ring
+// order: each next from the rail that announces it (ring.Reader.NextRail;
+// with one rail, as they come). It returns how many it took.
+func (l *readerLink) receive() (int, error) {
+	l.rails.drain(l.railImms)
+	n := 0
+	var err error
+	for {
+		for i, q := range l.railImms {
+			if l.has[i] = l.railPos[i] < len(q); l.has[i] {
+				l.heads[i] = q[l.railPos[i]]
+			}
+		}
+		var i int
+		if i, err = l.r.NextRail(l.heads, l.has); err != nil || i < 0 {
+			break
+		}
+		imm := l.railImms[i][l.railPos[i]]
+		l.railPos[i]++
+		var rec ring.Record
+		if rec, err = l.r.OnImmediate(imm); err != nil {
+			break
+		}
+		l.recs = append(l.recs, rec)
+		n++
+	}
+	for i, q := range l.railImms {
+		l.railImms[i] = q[:copy(q, q[l.railPos[i]:])]
+		l.railPos[i] = 0
+	}
+	return n, err
 }
 
 // writeBack sends the newest Head, keeping at most one write-back in
@@ -365,203 +418,15 @@ func (l *readerLink) writeBack() error {
 	if !l.wbPending {
 		return nil
 	}
-	st := l.ep.Stats()
-	if st.Completions < l.wbPosted {
+	if !l.rails.done(0, l.wbPosted) {
 		return nil // the previous one is still in flight
 	}
 	buf := l.wb.Bytes()[:ring.WordSize]
 	l.r.PutHead(buf)
-	if err := l.ep.Write(buf, l.wb, l.headRemote, 0); err != nil {
-		return err
-	}
-	l.wbPosted = st.Writes + 1
+	l.rails.fence()
+	l.wbPosted = l.rails.push(0, railWrite{src: buf, reg: l.wb, remote: l.headRemote})
 	l.wbPending = false
 	l.stats.WriteBack.Add(1)
-	return nil
-}
-
-// placing is a record being placed into the local pool: consumed (Head
-// passes it) only once its copy is done, in ring order.
-type placing struct {
-	rec  ring.Record
-	dup  bool
-	t    *inTopic
-	c    *zerocopy.Completion // the asynchronous host-to-device copy; nil: none
-	last bool                 // completes its message
-	size uint64               // the message's size, when last
-	loan *zerocopy.Loan
-	meta []byte // the message's meta, when last (nil: none)
-	drop bool   // the message is dropped (no loan)
-}
-
-// deliver starts placing one record: a host loan gets a plain copy, a
-// device loan an asynchronous host-to-device copy on the link's engine
-// copier, so the transport keeps moving the next records meanwhile (finish
-// consumes them when their copies completed). It returns false (nothing
-// started) when the record's topic is not known yet: the topic map travels
-// on the control connection and may come after the data.
-func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
-	if rec.Dup {
-		l.stats.Dups.Add(1)
-		l.placing = append(l.placing, placing{rec: *rec, dup: true})
-		return true, nil
-	}
-	t := l.topics[rec.Topic]
-	if t == nil {
-		l.mb.mu.Lock()
-		m, ok := l.mb.maps[rec.Topic]
-		l.mb.mu.Unlock()
-		if !ok || m.WriterEpoch != l.writerEpoch {
-			return false, nil // the map of this writer's id is on its way
-		}
-		t = l.topic(&m)
-		l.topics[rec.Topic] = t
-	}
-	off, done, err := l.asm.Add(rec)
-	if err != nil {
-		return false, err
-	}
-	if rec.Chunk == 0 {
-		t.dropping, t.prefix, t.meta = false, 0, nil
-		if t.loan != nil { // cannot happen with a valid stream: Assembler refuses it
-			t.loan.Discard()
-			t.loan = nil
-		}
-		size, err := l.startMeta(t, rec)
-		switch {
-		case err != nil:
-			l.b.refusals.Log(slog.LevelWarn, "bad meta in a message from another host: dropped", "peer", l.host, "topic", t.name, "err", err)
-			t.dropping = true
-		case t.pub == nil:
-			t.dropping = true
-		default:
-			if ln, err := l.loan(t, size); err != nil {
-				l.b.log.Warn("no room for a message from another host: dropped", "topic", t.name, "size", size, "err", err)
-				t.dropping = true
-			} else {
-				t.loan = ln
-			}
-		}
-	}
-	p := placing{rec: *rec, t: t, last: done, drop: t.dropping}
-	if done && off+rec.PayloadLen > t.prefix {
-		p.size = off + rec.PayloadLen - t.prefix
-	}
-	if !t.dropping {
-		src := l.r.Payload(rec)
-		t.gatherMeta(off, src)
-		if doff, data := payloadPart(off, t.prefix, src); len(data) > 0 {
-			if t.loan.OnDevice() {
-				if err := l.copyAsync(t.loan, doff, data, &p); err != nil {
-					return false, fmt.Errorf("topic %s: placing a message on the GPU: %w", t.name, err)
-				}
-			} else if err := t.loan.CopyIn(int(doff), data); err != nil {
-				return false, fmt.Errorf("topic %s: placing a message: %w", t.name, err)
-			}
-		}
-	}
-	if done {
-		p.loan, p.meta, t.loan, t.meta, t.dropping = t.loan, t.meta, nil, nil, false
-	}
-	l.placing = append(l.placing, p)
-	return true, nil
-}
-
-// copyAsync queues the copy of src (ring memory, pinned when there is a
-// GPU) to the device loan at off on the link's copier. The loan keeps the
-// completion too: publishing it waits for its own copies, not for the
-// other links'.
-func (l *readerLink) copyAsync(ln *zerocopy.Loan, off uint64, src []byte, p *placing) error {
-	if l.cp == nil {
-		cp, err := l.b.dom.NewCopier()
-		if err != nil {
-			return err
-		}
-		l.cp = cp
-	}
-	c, err := l.cp.CopyIn(ln, int(off), src)
-	if err != nil {
-		return err
-	}
-	p.c = c
-	return nil
-}
-
-// finish consumes, in ring order, the records whose copies completed, and
-// publishes the messages they complete. The last record of a message is
-// consumed only after the message is published: a daemon killed in
-// between makes the writer send it again rather than lose it. wait: wait
-// for copies still running (link failure, shutdown).
-func (l *readerLink) finish(wait bool) error {
-	k := 0
-	for ; k < len(l.placing); k++ {
-		p := &l.placing[k]
-		if p.c != nil {
-			if !p.c.Done() && !wait {
-				break
-			}
-			if err := p.c.Wait(); err != nil {
-				return err
-			}
-			p.c = nil
-		}
-		if p.last {
-			l.publish(p)
-		}
-		if err := l.consume(&p.rec); err != nil {
-			// Consumed (the error is the head write-back's, on a link
-			// that failed): it must not be consumed again.
-			l.placing = append(l.placing[:0], l.placing[k+1:]...)
-			return err
-		}
-	}
-	l.placing = append(l.placing[:0], l.placing[k:]...)
-	return nil
-}
-
-// publish publishes a placed message (or counts it dropped).
-func (l *readerLink) publish(p *placing) {
-	if p.drop || p.loan == nil {
-		l.stats.Dropped.Add(1)
-		return
-	}
-	ln := p.loan
-	p.loan = nil
-	if err := ln.Shrink(int(p.size)); err != nil {
-		ln.Discard()
-		l.stats.Dropped.Add(1)
-		l.b.log.Warn("placing a message from another host", "topic", p.t.name, "err", err)
-		return
-	}
-	if p.meta != nil {
-		if err := ln.SetMeta(p.meta); err != nil {
-			ln.Discard()
-			l.stats.Dropped.Add(1)
-			l.b.refusals.Log(slog.LevelWarn, "placing the meta of a message from another host", "peer", l.host, "topic", p.t.name, "err", err)
-			return
-		}
-	}
-	if err := ln.PublishAs(zerocopy.Origin{Timestamp: time.Unix(0, p.rec.Timestamp), GID: zerocopy.GID(p.rec.GID)}); err != nil {
-		l.stats.Dropped.Add(1)
-		l.b.log.Warn("publishing a message from another host", "topic", p.t.name, "err", err)
-		return
-	}
-	l.stats.Messages.Add(1)
-	l.stats.Bytes.Add(p.size)
-}
-
-func (l *readerLink) consume(rec *ring.Record) error {
-	wb, err := l.r.Consume(rec)
-	if err != nil {
-		return err
-	}
-	l.stats.Records.Add(1)
-	if wb {
-		l.wbPending = true
-		if l.state == linkUp { // else the next offer carries the Head
-			return l.writeBack()
-		}
-	}
 	return nil
 }
 
@@ -625,6 +490,9 @@ func (l *readerLink) close(from linkState) {
 		if err := l.cp.Close(); err != nil {
 			l.b.log.Error("waiting for placement copies", "peer", l.host, "ring", l.id, "err", err)
 		}
+	}
+	if l.workers != nil {
+		l.workers.stop() // every copy ends before the loans it writes go back
 	}
 	for i := range l.placing {
 		if p := &l.placing[i]; p.loan != nil {

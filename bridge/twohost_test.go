@@ -388,9 +388,10 @@ func TestTwoHosts(t *testing.T) {
 
 // The link between the hosts goes down for longer than the control
 // plane's dead-peer time and comes back mid-stream: RELIABLE loses
-// nothing and duplicates nothing (the subscribers fail on either).
+// nothing and duplicates nothing (the subscribers fail on either). The
+// ring has two rails (§3.7 "Rails"): both fail, and come back.
 func TestTwoHostsLinkFlap(t *testing.T) {
-	w := newWorld(t, "fabric:tcp", true)
+	w := newWorld(t, "fabric:tcp", true, "-rails", "2")
 	r := w.begin(3000, 1, 2, 1<<20, "rel", "", time.Millisecond)
 	r.progress(1000)
 	if err := w.hosts.LinkDown(0); err != nil {

@@ -125,6 +125,7 @@ type Config struct {
 	Secret     []byte        // cluster secret (secret or secret-file); nil if neither: the daemon must refuse to run
 	SecretFile string        // where Secret came from, if from a file
 	Provider   string        // data-path transport, uninterpreted here
+	Rails      string        // data-path rails per ring, uninterpreted here
 	HostID     string        // empty: the daemon chooses (DefaultHostID)
 	Heartbeat  time.Duration // DefaultHeartbeat unless set
 	DeadAfter  time.Duration // DefaultDeadAfter unless set
@@ -142,6 +143,7 @@ type Config struct {
 //	secret-file  a file holding the secret (trailing newline trimmed); a
 //	             relative path is relative to the config file's directory
 //	provider     the data-path transport, passed through
+//	rails        the data path's connections per ring, passed through
 //	host-id      this host's id in the cluster
 //	heartbeat    Go duration (default 500ms)
 //	dead-after   Go duration (default 3s), longer than heartbeat
@@ -208,6 +210,8 @@ func LoadConfig(path string, domain int) (Config, error) {
 			}
 		case key == "provider":
 			cfg.Provider = value
+		case key == "rails":
+			cfg.Rails = value
 		case key == "host-id":
 			if strings.ContainsAny(value, " \t") || len(value) > maxHostID {
 				return Config{}, bad("host-id %q: no spaces, at most %d bytes", value, maxHostID)

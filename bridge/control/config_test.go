@@ -100,6 +100,7 @@ peer=[fd00::3]:7700
 peers = node-b , node-d
 secret-file = ok.secret
 provider = tcp
+rails = 3
 host-id = node-a
 heartbeat = 250ms
 dead-after = 2s
@@ -111,6 +112,7 @@ x-ring-size = 64MiB
 		Secret:     []byte("secret-from-a-file-0123"),
 		SecretFile: filepath.Join(dir, "ok.secret"),
 		Provider:   "tcp",
+		Rails:      "3",
 		HostID:     "node-a",
 		Heartbeat:  250 * time.Millisecond,
 		DeadAfter:  2 * time.Second,

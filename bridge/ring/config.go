@@ -18,6 +18,8 @@ const (
 	// MinSize is the smallest ring: it must hold a 64-byte header with a
 	// 64-byte payload under every watermark.
 	MinSize = 256
+	// MaxRails is the most rails (connections) one ring is written over.
+	MaxRails = 16
 	// maxLenUnits is the largest value of the 31-bit length field.
 	maxLenUnits = 1<<31 - 1
 )
@@ -100,6 +102,11 @@ type Config struct {
 	// whose immediate data is 4 bytes (InfiniBand/RoCE verbs, EFA). Base
 	// must be zero.
 	CompactImm bool
+	// Rails is the number of connections the ring is written over at once
+	// (format.go, "Rails"): 1 … MaxRails, 0 meaning 1. More than one needs
+	// WriteImm mode with full immediates (the reader finds the next record
+	// by its offset).
+	Rails int
 }
 
 // threshold returns the write-back threshold in bytes (0: every record).
@@ -165,6 +172,15 @@ func (c Config) Validate() (Config, error) {
 		return c, fmt.Errorf("%w: unknown watermark %d", ErrConfig, c.Watermark)
 	case c.Mode > WriteTwice:
 		return c, fmt.Errorf("%w: unknown mode %d", ErrConfig, c.Mode)
+	case c.Rails < 0 || c.Rails > MaxRails:
+		return c, fmt.Errorf("%w: %d rails, at most %d", ErrConfig, c.Rails, MaxRails)
+	case c.Rails > 1 && c.Mode != WriteImm:
+		return c, fmt.Errorf("%w: %d rails need write-imm mode (a tail write would not be ordered after data on another rail)", ErrConfig, c.Rails)
+	case c.Rails > 1 && c.CompactImm:
+		return c, fmt.Errorf("%w: %d rails need full immediates (the reader orders the rails' records by the offset they carry)", ErrConfig, c.Rails)
+	}
+	if c.Rails == 0 {
+		c.Rails = 1
 	}
 	mr := c.MaxRecord()
 	if mr < 2*Align || mr/Align > maxLenUnits {

@@ -12,13 +12,20 @@
 //     splits a record (the writer skips to offset 0 and accounts the gap as
 //     consumed), and the watermark that decides when the Reader writes Head
 //     back (every record, 1/8, 1/4 or 1/2 of the ring);
-//   - wire format version 1: the 64-byte record header, the 8-byte immediate
-//     of write-with-immediate mode, the tail slot of write-twice mode and the
-//     head write-back (format.go documents them bit by bit);
+//   - the wire format (version 3): the 64-byte record header, the 8-byte
+//     immediate of write-with-immediate mode, the tail slot of write-twice
+//     mode, the head write-back and the rail hello (format.go documents
+//     them bit by bit);
+//   - rails: a ring written over several connections at once, each record
+//     on one rail (Slot.Rail: the writer's choice, with the gap rule), the
+//     reader taking records in ring order from whichever rail announces
+//     the next one (Reader.NextRail);
 //   - validation of everything the peer sends — immediates, tail values,
 //     head write-backs, record headers — as errors, never panics;
-//   - chunking of messages larger than MaxChunk (and refusal when chunking is
-//     disabled), and an Assembler that checks chunk order on the reader side;
+//   - chunking of messages larger than MaxChunk, in equal chunks and
+//     optionally striped over the rails (Writer.Split; refusal when chunking
+//     is disabled), and an Assembler that checks chunk order on the reader
+//     side;
 //   - reliability bookkeeping: the Writer keeps every record in flight until
 //     the remote Head has passed it (Acked), hands the rest back after a link
 //     failure (Rewind), and the Reader suppresses the duplicates a rewind

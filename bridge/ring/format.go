@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 )
 
-// Wire format, version 2. This comment is the reference; it is written so
+// Wire format, version 3. This comment is the reference; it is written so
 // that it can be copied into docs/ARCHITECTURE.md as is.
 //
 // # Ring
@@ -47,8 +47,9 @@ import (
 //	  0   4 header CRC  CRC-32C (Castagnoli) of bytes 8…63 (the magic is
 //	                    checked for its exact value instead)
 //	  4   4 magic       0x42524752 ("RGRB" in memory order)
-//	  8   1 version     2 (version 1 had no META flag; each side refuses
-//	                    the other's records, and offers carry the version)
+//	  8   1 version     3 (version 1 had no META flag, version 2 no
+//	                    rails; each side refuses the other's records, and
+//	                    offers carry the version)
 //	  9   1 flags       bit 0: PAD record (WriteTwice gap filler);
 //	                    bit 1: META (below); others 0
 //	 10   2 lap         (position / Size) mod 65536: rejects a stale header
@@ -101,7 +102,8 @@ import (
 // record must start; O is a redundant check and lets one completion queue
 // serve several rings of one region. With Config.CompactImm the writer sends
 // O = 0 and the reader ignores it, for transports whose immediate data is 4
-// bytes (InfiniBand/RoCE verbs, EFA). L = 0 is reserved.
+// bytes (InfiniBand/RoCE verbs, EFA). L = 0 marks a rail hello (below),
+// never a record.
 //
 // The reader validates every immediate: L ≠ 0 and within MaxRecord; without
 // W the record starts at the reader's expected offset and fits before the end
@@ -109,6 +111,42 @@ import (
 // there and starts at 0; the record ends no further than Head + Size; O
 // matches; the header at the offset validates (magic, version, CRC, lap,
 // flags, PayloadLen consistent with L, chunk index < count).
+//
+// # Rails (version 3)
+//
+// A ring may be written over K connections at once, its rails (Config.Rails,
+// 1 … 16; more than one only in WriteImm mode with full immediates). Each
+// rail is a connection with its own completion queue, driven by its own
+// thread on both sides, so K transfers progress in parallel. The ring, its
+// positions, Head, DelayedHead, the watermark and the records are one,
+// whatever K is; only the path of each record differs.
+//
+//   - Hello: the first write on each rail, before any record, is 8 bytes
+//     (the rail index, u64 LE) into the reader's hello word (the 8 bytes
+//     after the tail slot) with the immediate L = 0, W = 0, O = rail index.
+//     The reader knows each connection's rail from it; a rail index ≥ K
+//     or given twice is refused. With one rail the hello is sent too.
+//   - The writer posts all the writes of a record (header, meta, payload,
+//     the immediate on the last) on one rail: rail 0 when the ring holds
+//     nothing unacknowledged, else the next rail round robin, except that
+//     a record after a gap (W) goes on the rail of the record before it.
+//     Each rail delivers its writes and immediates in the order posted;
+//     rails are not ordered among themselves.
+//   - The reader keeps each rail's immediates in arrival order and takes
+//     the next record from the rail whose oldest immediate announces it:
+//     no W and O = Base + the expected offset, or W (the gap rule puts a
+//     wrapped record behind its predecessor on one rail, so a W immediate
+//     at the front of a rail is always the next record). Records not yet
+//     received lie within [Received, Received + Size), so their offsets
+//     differ and at most one front matches; every rail holding an
+//     immediate and none matching is ErrProtocol. From there on records
+//     are validated, consumed, acknowledged and deduplicated in ring order
+//     exactly as with one rail.
+//   - Head write-backs go on rail 0 (at most one in flight).
+//   - Link failure: a failure of any rail takes the link down, every rail
+//     with it; the procedure below runs once for the ring, and the writer
+//     writes the records after the restart position again over the new
+//     link's rails.
 //
 // # Tail slot, WriteTwice mode
 //
@@ -146,7 +184,7 @@ import (
 //     beyond the last one consumed for their topic as duplicates.
 
 // Version is the wire-format version written in every record header.
-const Version = 2
+const Version = 3
 
 // HeaderSize is the size of a record header.
 const HeaderSize = 64
@@ -284,3 +322,17 @@ func ImmWrap(imm uint64) bool { return imm&immWrap != 0 }
 // ImmOffset is the record's offset in the registered region (Base + ring
 // offset); 0 in compact immediates.
 func ImmOffset(imm uint64) uint64 { return (imm >> 32) * Align }
+
+// RailHello is the immediate of a rail's hello write.
+func RailHello(rail int) uint64 { return uint64(uint32(rail)) << 32 }
+
+// ParseRailHello reports whether imm is a rail hello and for which rail.
+func ParseRailHello(imm uint64) (rail int, ok bool) {
+	if imm&(1<<32-1) != 0 {
+		return 0, false
+	}
+	return int(imm >> 32), true
+}
+
+// HelloOffset is where the hello word lies relative to the tail slot.
+const HelloOffset = WordSize

@@ -100,7 +100,7 @@ func (r *Reader) OnImmediate(imm uint64) (Record, error) {
 	size := r.cfg.Size
 	n := ImmLen(imm)
 	if n == 0 {
-		return Record{}, fmt.Errorf("%w: immediate %#x has length 0 (reserved)", ErrProtocol, imm)
+		return Record{}, fmt.Errorf("%w: immediate %#x has length 0 (a rail hello, not a record)", ErrProtocol, imm)
 	}
 	if n > r.maxRecord {
 		return Record{}, fmt.Errorf("%w: immediate %#x announces a %d-byte record, at most %d", ErrProtocol, imm, n, r.maxRecord)
@@ -145,6 +145,38 @@ func (r *Reader) OnImmediate(imm uint64) (Record, error) {
 		r.recvOff, r.recvLap = 0, lap+1
 	}
 	return rec, nil
+}
+
+// NextRail finds, among the oldest received immediates of the ring's rails
+// (heads[i], valid where has[i]), the one that announces the record this
+// reader expects next (format.go, "Rails"): an immediate for the expected
+// offset, or one with the wrap flag. It returns -1 while that immediate
+// has not come yet. Several candidates, or every rail holding an immediate
+// and none a candidate, is ErrProtocol: the writer broke the rails' rules.
+// Pass the chosen immediate to OnImmediate, which validates it.
+func (r *Reader) NextRail(heads []uint64, has []bool) (int, error) {
+	if len(heads) != len(has) {
+		return -1, fmt.Errorf("%w: %d heads, %d flags", ErrMisuse, len(heads), len(has))
+	}
+	want := r.cfg.Base + r.recvOff
+	found, waiting := -1, false
+	for i, imm := range heads {
+		if !has[i] {
+			waiting = true
+			continue
+		}
+		if len(heads) > 1 && !ImmWrap(imm) && ImmOffset(imm) != want {
+			continue
+		}
+		if found >= 0 {
+			return -1, fmt.Errorf("%w: rails %d and %d both announce the record at offset %d (%#x, %#x)", ErrProtocol, found, i, r.recvOff, heads[found], imm)
+		}
+		found = i
+	}
+	if found < 0 && !waiting {
+		return -1, fmt.Errorf("%w: no rail announces the record at offset %d next (their first immediates: %#x)", ErrProtocol, r.recvOff, heads)
+	}
+	return found, nil
 }
 
 // checkRecord validates the fields of a non-pad record header.

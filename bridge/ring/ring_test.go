@@ -3,6 +3,7 @@ package ring
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -130,7 +131,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if err != nil || got != h || flags != 0 || lap != 513 {
 		t.Fatalf("parse: %+v flags %d lap %d err %v", got, flags, lap, err)
 	}
-	if string(b[offMagic:offMagic+4]) != "RGRB" || b[offVersion] != 2 {
+	if string(b[offMagic:offMagic+4]) != "RGRB" || b[offVersion] != 3 {
 		t.Fatalf("magic/version bytes % x", b[:5])
 	}
 	for i := range HeaderSize { // every single-bit flip is caught
@@ -142,13 +143,16 @@ func TestHeaderRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	c := b
-	c[offVersion] = 1 // before META: refused, not misread
-	if _, _, err := parseHeader(c[:], &Header{}); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "record version 1, want 2") {
-		t.Fatalf("version 1: %v", err)
+	for _, v := range []byte{1, 2} { // before META, before rails: refused, not misread
+		c := b
+		c[offVersion] = v
+		if _, _, err := parseHeader(c[:], &Header{}); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), fmt.Sprintf("record version %d, want 3", v)) {
+			t.Fatalf("version %d: %v", v, err)
+		}
 	}
 	m := h
 	m.Meta = true
+	c := b
 	putHeader(c[:], &m, 0, 513)
 	if flags, _, err := parseHeader(c[:], &got); err != nil || got != m || flags != flagMeta {
 		t.Fatalf("meta header: %+v flags %d err %v", got, flags, err)

@@ -10,11 +10,15 @@ import (
 
 // The simulation: a publish side (Writer, message queue, samples kept until
 // acknowledged), a subscribe side (Reader, received records, per-topic
-// reassembly, delivery check) and an in-memory wire between them that
-// delivers in order: RDMA writes (with their immediate, or followed by tail
-// writes) one way, head write-backs the other. A link failure delivers a
-// random prefix of what is in flight, drops the rest and runs the
-// reconnect handshake (format.go, "Link failure").
+// reassembly, delivery check) and an in-memory wire between them: one
+// queue per rail (format.go, "Rails"), each delivering in order, the rails
+// in any order among themselves: RDMA writes (with their immediate, or
+// followed by tail writes) one way, head write-backs the other. Landed
+// immediates wait in their rail's queue until the reader takes the next
+// record from the rail that announces it. A link failure (of one rail:
+// every rail goes down with it) delivers a random prefix of what is in
+// flight on each rail, drops the rest and runs the reconnect handshake
+// (format.go, "Link failure").
 
 // source supplies the simulation's choices: a PRNG, or fuzz bytes.
 type source interface {
@@ -89,10 +93,11 @@ type sim struct {
 
 	// publish side
 	nextSeq   map[uint32]uint64
-	all       map[msgKey][]byte // every published message (the expected bytes)
-	queue     []msgKey          // published, not started
-	queuedRec int               // records of the queued messages
-	cur       *msgKey           // message being written
+	all       map[msgKey][]byte   // every published message (the expected bytes)
+	queue     []msgKey            // published, not started
+	queuedRec int                 // records of the queued messages
+	plans     map[msgKey]Chunking // how each message is cut (Writer.Split)
+	cur       *msgKey             // message being written
 	curChunk  uint32
 	curChunks uint32
 	retx      []Record // to retransmit after a rewind, in order
@@ -100,9 +105,14 @@ type sim struct {
 	tailSent  uint64 // WriteTwice: the last tail value put on the wire
 	published int
 
-	// wire
-	fwd  []wireEv
+	// wire: per rail, writes in flight and immediates landed but not
+	// taken by the reader
+	fwd  [][]wireEv
+	imms [][]uint64
 	back []uint64
+	// scratch for NextRail
+	heads []uint64
+	has   []bool
 
 	// subscribe side
 	tailSlot  uint64
@@ -119,6 +129,9 @@ type sim struct {
 
 type simStats struct {
 	ops, failures, dups, wrapped, fulls, writeBacks, records int
+	// railWaits counts takes that found immediates on some rails but had
+	// to wait for the next record's rail (the rails overtook each other).
+	railWaits int
 }
 
 func newSim(t testing.TB, src source, o simOpts) *sim {
@@ -134,15 +147,35 @@ func newSim(t testing.TB, src source, o simOpts) *sim {
 	if err != nil {
 		t.Fatal(err)
 	}
+	k := w.Config().Rails
 	return &sim{t: t, src: src, o: o, w: w, r: r, ring: ring, cfg: w.Config(),
 		nextSeq: map[uint32]uint64{}, all: map[msgKey][]byte{}, kept: map[msgKey]bool{},
-		partial: map[uint32][]byte{}, delivered: map[uint32]uint64{}}
+		partial: map[uint32][]byte{}, delivered: map[uint32]uint64{}, plans: map[msgKey]Chunking{},
+		fwd: make([][]wireEv, k), imms: make([][]uint64, k), heads: make([]uint64, k), has: make([]bool, k)}
+}
+
+// inFlight is the number of writes on the wire, all rails.
+func (s *sim) inFlight() int {
+	n := 0
+	for _, q := range s.fwd {
+		n += len(q)
+	}
+	return n
+}
+
+// landed is the number of immediates landed and not taken, all rails.
+func (s *sim) landed() int {
+	n := 0
+	for _, q := range s.imms {
+		n += len(q)
+	}
+	return n
 }
 
 func (s *sim) fatalf(format string, args ...any) {
 	s.t.Helper()
-	s.t.Fatalf("%s\nstate: %+v writer in flight %d, wire %d/%d, recvQ %d, stats %+v",
-		fmt.Sprintf(format, args...), Snapshot(s.w, s.r), s.w.InFlight(), len(s.fwd), len(s.back), len(s.recvQ), s.stats)
+	s.t.Fatalf("%s\nstate: %+v writer in flight %d, wire %d/%d, landed %d, recvQ %d, stats %+v",
+		fmt.Sprintf(format, args...), Snapshot(s.w, s.r), s.w.InFlight(), s.inFlight(), len(s.back), s.landed(), len(s.recvQ), s.stats)
 }
 
 func (s *sim) check() {
@@ -174,13 +207,16 @@ func (s *sim) publish() {
 	default:
 		n = 1 + s.src.intn(s.o.maxMsg)
 	}
-	chunks, err := s.w.Chunks(uint64(n))
+	// Striped over the rails (and sometimes more) with chunks of at
+	// least minStripe bytes, as the bridge cuts messages.
+	plan, err := s.w.Split(uint64(n), s.cfg.Rails+s.src.intn(3), uint64(1+s.src.intn(256)))
 	if err != nil {
 		if !errors.Is(err, ErrTooLarge) || !s.cfg.NoChunking || uint64(n) <= s.cfg.MaxChunk {
-			s.fatalf("Chunks(%d): %v", n, err)
+			s.fatalf("Split(%d): %v", n, err)
 		}
 		return // refused, as it must be without chunking
 	}
+	chunks := plan.Count
 	if s.o.maxQueued > 0 && s.queuedRec+int(chunks) > s.o.maxQueued {
 		return
 	}
@@ -192,6 +228,7 @@ func (s *sim) publish() {
 		data[i] = byte(uint64(i)*2654435761>>7) ^ byte(k.seq) ^ byte(topic<<5)
 	}
 	s.all[k] = data
+	s.plans[k] = plan
 	s.kept[k] = true
 	s.queue = append(s.queue, k)
 	s.published++
@@ -217,10 +254,7 @@ func (s *sim) writeOne() bool {
 		h = Header{Topic: s.cur.topic, Seq: s.cur.seq, Chunk: s.curChunk, Chunks: s.curChunks}
 	case len(s.queue) > 0:
 		k := s.queue[0]
-		n, err := s.w.Chunks(uint64(len(s.all[k])))
-		if err != nil {
-			s.fatalf("Chunks: %v", err)
-		}
+		n := s.plans[k].Count
 		s.queue = s.queue[1:]
 		s.queuedRec -= int(n)
 		s.cur, s.curChunk, s.curChunks = &k, 0, n
@@ -229,7 +263,7 @@ func (s *sim) writeOne() bool {
 		return false
 	}
 	data := s.all[msgKey{h.Topic, h.Seq}]
-	off, n := s.w.ChunkSpan(uint64(len(data)), h.Chunk)
+	off, n := s.plans[msgKey{h.Topic, h.Seq}].Span(uint64(len(data)), h.Chunk)
 	h.PayloadLen = n
 	h.Timestamp = int64(h.Seq) * 1000
 	h.GID[0] = byte(h.Topic)
@@ -247,14 +281,17 @@ func (s *sim) writeOne() bool {
 		if err := s.w.PutPad(pad, slot); err != nil {
 			s.fatalf("PutPad: %v", err)
 		}
-		s.fwd = append(s.fwd, wireEv{off: slot.PadOffset, data: pad})
+		s.fwd[0] = append(s.fwd[0], wireEv{off: slot.PadOffset, data: pad})
+	}
+	if slot.Rail < 0 || slot.Rail >= len(s.fwd) || (s.cfg.Mode == WriteTwice && slot.Rail != 0) {
+		s.fatalf("slot on rail %d of %d", slot.Rail, len(s.fwd))
 	}
 	buf := make([]byte, HeaderSize+n)
 	if err := s.w.PutHeader(buf, slot, &h); err != nil {
 		s.fatalf("PutHeader: %v", err)
 	}
 	copy(buf[HeaderSize:], data[off:off+n])
-	s.fwd = append(s.fwd, wireEv{off: slot.Offset, data: buf, imm: slot.Imm, hasI: s.cfg.Mode == WriteImm})
+	s.fwd[slot.Rail] = append(s.fwd[slot.Rail], wireEv{off: slot.Offset, data: buf, imm: slot.Imm, hasI: s.cfg.Mode == WriteImm})
 	if err := s.w.Commit(slot, &h); err != nil {
 		s.fatalf("Commit: %v", err)
 	}
@@ -279,24 +316,59 @@ func (s *sim) writeOne() bool {
 
 func (s *sim) sendTail() {
 	if s.cfg.Mode == WriteTwice && s.tailSent != s.w.Tail() {
-		s.fwd = append(s.fwd, wireEv{tail: s.w.Tail()})
+		s.fwd[0] = append(s.fwd[0], wireEv{tail: s.w.Tail()})
 		s.tailSent = s.w.Tail()
 	}
 }
 
-// deliverFwd lands the oldest write on the subscribe side.
+// deliverFwd lands the oldest write of a random rail that has one on the
+// subscribe side.
 func (s *sim) deliverFwd() {
-	ev := s.fwd[0]
-	s.fwd = s.fwd[1:]
+	r := s.src.intn(len(s.fwd))
+	for len(s.fwd[r]) == 0 {
+		r = (r + 1) % len(s.fwd)
+	}
+	s.deliverRail(r)
+}
+
+// deliverRail lands the oldest write of rail r; an immediate waits in the
+// rail's queue.
+func (s *sim) deliverRail(r int) {
+	ev := s.fwd[r][0]
+	s.fwd[r] = s.fwd[r][1:]
 	if ev.data == nil {
 		s.tailSlot = ev.tail
 		return
 	}
 	copy(s.ring[ev.off:], ev.data)
 	if ev.hasI {
-		rec, err := s.r.OnImmediate(ev.imm)
+		s.imms[r] = append(s.imms[r], ev.imm)
+	}
+}
+
+// take receives the records whose immediates landed, in ring order, as
+// far as the next one has landed.
+func (s *sim) take() {
+	for s.landed() > 0 {
+		for i, q := range s.imms {
+			s.has[i] = len(q) > 0
+			if s.has[i] {
+				s.heads[i] = q[0]
+			}
+		}
+		i, err := s.r.NextRail(s.heads, s.has)
 		if err != nil {
-			s.fatalf("OnImmediate(%#x): %v", ev.imm, err)
+			s.fatalf("NextRail(%#x, %v): %v", s.heads, s.has, err)
+		}
+		if i < 0 {
+			s.stats.railWaits++
+			return
+		}
+		imm := s.imms[i][0]
+		s.imms[i] = s.imms[i][1:]
+		rec, err := s.r.OnImmediate(imm)
+		if err != nil {
+			s.fatalf("OnImmediate(%#x) from rail %d: %v", imm, i, err)
 		}
 		s.recvQ = append(s.recvQ, rec)
 	}
@@ -386,11 +458,23 @@ func (s *sim) release() {
 	}
 }
 
-// fail: the link drops. Some of what is in flight arrives first.
+// fail: a rail fails and the link drops with it. Some of what is in
+// flight on each rail arrives first (the failed rail's share is often
+// nothing, the others' often everything).
 func (s *sim) fail() {
 	s.stats.failures++
-	for n := s.src.intn(len(s.fwd) + 1); n > 0; n-- {
-		s.deliverFwd()
+	failed := s.src.intn(len(s.fwd))
+	for r := range s.fwd {
+		n := s.src.intn(len(s.fwd[r]) + 1)
+		if r != failed && s.src.intn(2) == 0 {
+			n = len(s.fwd[r])
+		}
+		for ; n > 0; n-- {
+			s.deliverRail(r)
+		}
+	}
+	if s.src.intn(2) == 0 {
+		s.take()
 	}
 	if s.cfg.Mode == WriteTwice && s.src.intn(2) == 0 {
 		s.poll()
@@ -401,7 +485,10 @@ func (s *sim) fail() {
 	for n := s.src.intn(len(s.back) + 1); n > 0; n-- {
 		s.deliverBack()
 	}
-	s.fwd, s.back, s.recvQ = nil, nil, nil
+	for r := range s.fwd {
+		s.fwd[r], s.imms[r] = nil, nil
+	}
+	s.back, s.recvQ = nil, nil
 	s.check()
 	// Handshake: the reader's head to the writer (not always: the
 	// duplicate path must be exercised too).
@@ -430,8 +517,11 @@ func (s *sim) step() {
 			s.sendTail()
 		}
 	case op < 11:
-		if len(s.fwd) > 0 {
+		if s.inFlight() > 0 {
 			s.deliverFwd()
+		}
+		if s.src.intn(2) == 0 {
+			s.take()
 		}
 	case op < 12:
 		if s.cfg.Mode == WriteTwice {
@@ -464,8 +554,12 @@ func (s *sim) drain() {
 			s.fatalf("drain did not finish")
 		}
 		switch {
-		case len(s.fwd) > 0:
+		case s.inFlight() > 0:
 			s.deliverFwd()
+		case s.landed() > 0:
+			if s.take(); s.landed() > 0 {
+				s.fatalf("landed immediates the reader cannot take: %#x", s.imms)
+			}
 		case s.cfg.Mode == WriteTwice && s.tailSlot != s.r.Received():
 			s.poll()
 		case len(s.recvQ) > 0:
@@ -524,6 +618,9 @@ func randomConfig(src source) Config {
 		Mode:       Mode(src.intn(2)),
 		CompactImm: src.intn(4) == 0,
 	}
+	if c.Mode == WriteImm && !c.CompactImm {
+		c.Rails = 1 + src.intn(4)
+	}
 	if !c.CompactImm && src.intn(3) == 0 {
 		c.Base = uint64(src.intn(64)) * Align
 	}
@@ -563,13 +660,14 @@ func TestProtocolRandom(t *testing.T) {
 				total.fulls += s.stats.fulls
 				total.records += s.stats.records
 				total.writeBacks += s.stats.writeBacks
+				total.railWaits += s.stats.railWaits
 				if s.nDeliver == 0 {
 					t.Errorf("seed %d: nothing delivered", seed)
 				}
 			}
 			t.Logf("%+v", total)
 			// The runs must have reached the interesting states.
-			if total.failures == 0 || total.dups == 0 || total.wrapped == 0 || total.fulls == 0 {
+			if total.failures == 0 || total.dups == 0 || total.wrapped == 0 || total.fulls == 0 || total.railWaits == 0 {
 				t.Errorf("coverage: %+v", total)
 			}
 		})

@@ -40,6 +40,9 @@ type Slot struct {
 	PadOffset uint64
 	// Imm is the immediate data to send with the record's write (WriteImm).
 	Imm uint64
+	// Rail is the rail to post every write of the record on (0 with one
+	// rail; format.go, "Rails").
+	Rail int
 
 	lap uint64 // Pos / Size
 }
@@ -64,7 +67,11 @@ type Writer struct {
 	// length and gap. Kept as fields, not a Slot: copying and comparing
 	// whole Slots was a measurable part of the per-record cost.
 	resvPos, resvLen, resvPad uint64
+	resvRail                  int
 	reserved                  bool
+	// lastRail is the rail of the last committed record: a record after a
+	// gap goes on the same one.
+	lastRail int
 
 	// In-flight records in ring order, a circular queue: q[(qHead+i)%len(q)]
 	// for i < qLen. Records with End ≤ dhead are acknowledged and wait for
@@ -126,12 +133,48 @@ func (w *Writer) Chunks(msgLen uint64) (uint32, error) {
 // ChunkSpan is the part of a msgLen-byte message that chunk i carries:
 // payload bytes [off, off+n). All chunks but the last carry MaxChunk bytes.
 func (w *Writer) ChunkSpan(msgLen uint64, i uint32) (off, n uint64) {
-	mc := w.cfg.MaxChunk
-	off = uint64(i) * mc
+	return Chunking{Len: w.cfg.MaxChunk}.Span(msgLen, i)
+}
+
+// Chunking is how a message is cut into records: Count chunks, each but
+// the last of Len payload bytes (the header's rule: chunk i at message
+// offset i·Len).
+type Chunking struct {
+	Count uint32
+	Len   uint64
+}
+
+// Span is the part of a msgLen-byte message that chunk i carries: payload
+// bytes [off, off+n).
+func (c Chunking) Span(msgLen uint64, i uint32) (off, n uint64) {
+	off = uint64(i) * c.Len
 	if off >= msgLen {
 		return msgLen, 0
 	}
-	return off, min(mc, msgLen-off)
+	return off, min(c.Len, msgLen-off)
+}
+
+// Split plans the chunks of a msgLen-byte message: as many as MaxChunk
+// needs (Chunks), and at least stripes where each still carries minStripe
+// bytes or more (so that one message spreads over that many rails), all of
+// one length (rounded up to 64 bytes) but the last. With NoChunking, or
+// one record's worth, it is one chunk.
+func (w *Writer) Split(msgLen uint64, stripes int, minStripe uint64) (Chunking, error) {
+	n, err := w.Chunks(msgLen)
+	if err != nil {
+		return Chunking{}, err
+	}
+	if stripes > 1 && !w.cfg.NoChunking && minStripe > 0 {
+		n = max(n, uint32(min(uint64(stripes), msgLen/minStripe)))
+	}
+	if n <= 1 {
+		return Chunking{Count: 1, Len: msgLen}, nil
+	}
+	c := min(roundUp64((msgLen+uint64(n)-1)/uint64(n)), w.cfg.MaxChunk)
+	if c >= msgLen {
+		return Chunking{Count: 1, Len: msgLen}, nil
+	}
+	return Chunking{Count: uint32((msgLen + c - 1) / c), Len: c}, nil
 }
 
 // Reserve finds room for a record of recordLen bytes (RecordLen(payload)):
@@ -164,8 +207,26 @@ func (w *Writer) Reserve(recordLen uint64) (Slot, error) {
 	if w.cfg.CompactImm {
 		s.Imm &= 1<<32 - 1
 	}
-	w.resvPos, w.resvLen, w.resvPad, w.reserved = s.Pos, s.Len, s.Pad, true
+	s.Rail = w.rail(s.Pad != 0)
+	w.resvPos, w.resvLen, w.resvPad, w.resvRail, w.reserved = s.Pos, s.Len, s.Pad, s.Rail, true
 	return s, nil
+}
+
+// rail chooses the rail of the next record: the previous record's after a
+// gap (the reader relies on it, format.go "Rails"), rail 0 when the ring
+// holds nothing unacknowledged (a lone message goes where the reader
+// polls most), round robin otherwise.
+func (w *Writer) rail(gap bool) int {
+	switch k := w.cfg.Rails; {
+	case k <= 1:
+		return 0
+	case gap:
+		return w.lastRail
+	case w.tail == w.dhead:
+		return 0
+	default:
+		return (w.lastRail + 1) % k
+	}
 }
 
 // PutHeader writes the record header for h into dst[:64], the first bytes
@@ -212,7 +273,7 @@ func (w *Writer) checkHeader(s Slot, h *Header) error {
 // Tail moves past it and it stays in flight until the remote Head passes
 // it. s must be the outstanding reservation and h its header.
 func (w *Writer) Commit(s Slot, h *Header) error {
-	if !w.reserved || s.Pos != w.resvPos || s.Len != w.resvLen || s.Pad != w.resvPad {
+	if !w.reserved || s.Pos != w.resvPos || s.Len != w.resvLen || s.Pad != w.resvPad || s.Rail != w.resvRail {
 		return fmt.Errorf("%w: commit of a slot that is not the outstanding reservation", ErrMisuse)
 	}
 	if err := w.checkHeader(s, h); err != nil {
@@ -227,6 +288,7 @@ func (w *Writer) Commit(s Slot, h *Header) error {
 	w.push(Record{Header: *h, Pos: s.Pos, Off: off, Len: s.Len, Pad: s.Pad})
 	w.tail = s.Pos + s.Len
 	w.tailOff, w.tailLap = off+s.Len, lap
+	w.lastRail = s.Rail
 	if w.tailOff == w.cfg.Size {
 		w.tailOff = 0
 		w.tailLap++
@@ -325,6 +387,7 @@ func (w *Writer) Rewind(dst []Record) []Record {
 	w.tail = w.dhead
 	w.tailOff, w.tailLap = w.tail%w.cfg.Size, w.tail/w.cfg.Size
 	w.reserved = false
+	w.lastRail = 0
 	return dst
 }
 
