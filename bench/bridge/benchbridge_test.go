@@ -22,7 +22,8 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 // quick runs the harness as -quick does, with the test's shm prefix.
 func quick(t *testing.T, provider string, variants ...string) *Result {
 	t.Helper()
-	c, err := ParseArgs([]string{"-quick", "-provider", provider}, os.Stderr)
+	// Two rails for the rails variant, whatever the machine would choose.
+	c, err := ParseArgs([]string{"-quick", "-provider", provider, "-rails", "2"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,8 @@ func TestQuick(t *testing.T) {
 			if len(res.Loop) != len(QuickSizes) {
 				t.Errorf("%d transport-loop baselines, want %d", len(res.Loop), len(QuickSizes))
 			}
-			if prov == "fabric:tcp" && len(res.Bare) != len(QuickSizes) {
-				t.Errorf("%d bare-loop baselines, want %d", len(res.Bare), len(QuickSizes))
+			if prov == "fabric:tcp" && (len(res.Bare) != len(QuickSizes) || len(res.BareRails) != len(QuickSizes) || res.Rails != 2) {
+				t.Errorf("%d bare-loop baselines, %d over %d endpoints, want %d each over 2", len(res.Bare), len(res.BareRails), res.Rails, len(QuickSizes))
 			}
 			var md strings.Builder
 			res.WriteMarkdown(&md)
@@ -192,7 +193,7 @@ func TestParseArgs(t *testing.T) {
 	if c.Options.Sizes[0] != 64<<10 || c.Options.RingSize != 16<<20 || c.Out != "x.md" {
 		t.Errorf("got %+v", c)
 	}
-	for _, bad := range [][]string{{"-sizes", "8"}, {"-ring", "100"}, {"-n", "-1"}, {"-variants", "nope"}, {"extra"}, {"-rounds", "0"}} {
+	for _, bad := range [][]string{{"-sizes", "8"}, {"-ring", "100"}, {"-n", "-1"}, {"-variants", "nope"}, {"extra"}, {"-rounds", "0"}, {"-rails", "17"}, {"-rails", "-1"}} {
 		if _, err := ParseArgs(bad, discard{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

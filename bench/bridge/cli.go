@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -46,6 +47,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	variants := fs.String("variants", "", "comma-separated variants to run (default all): "+variantKeys())
 	repsN := fs.Int("reps", 3, "runs of every throughput measurement (the median is reported)")
 	noVerify := fs.Bool("no-verify", false, "skip the subscriber's CRC-32C of every payload (sequence and size are still checked)")
+	rails := fs.Int("rails", 0, "K of the rails variant (one topic over K connections) and of its K-endpoint bare loop (0: what the bridge chooses on this machine)")
 	fs.StringVar(&c.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
@@ -57,7 +59,8 @@ a and b with separate shared-memory prefixes) in this process over
 127.0.0.1, a publisher on a and a subscriber on b, against a bare
 fi_writedata loop and a transport WriteImm loop over the same provider and
 the bridge over plain TCP, all in the same run; and the variants
-write-twice, watermark 1/4, and 4 topics over one ring vs per-topic rings.
+write-twice, watermark 1/4, 4 topics over one ring vs per-topic rings,
+and one topic over K rails (-rails) against the bare loop over K endpoints.
 Markdown on stdout.
 
 flags:`)
@@ -72,7 +75,7 @@ flags:`)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN}
+	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN, Rails: *rails}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)
@@ -111,6 +114,9 @@ flags:`)
 	}
 	if o.N < 0 || o.Rounds <= 0 || o.Window < 0 || o.Reps <= 0 {
 		return c, fmt.Errorf("%w: -n and -window must not be negative, -rounds and -reps must be positive", zerocopy.ErrInvalid)
+	}
+	if o.Rails < 0 || o.Rails > ring.MaxRails {
+		return c, fmt.Errorf("%w: -rails %d: 0 (auto) or 1…%d", zerocopy.ErrInvalid, o.Rails, ring.MaxRails)
 	}
 	if _, err := o.withDefaults(); err != nil {
 		return c, fmt.Errorf("%w: %v", zerocopy.ErrInvalid, err)

@@ -3,10 +3,17 @@
 // are two bridge.Bridge instances in this process (separate shared-memory
 // prefixes, as two hosts have separate /dev/shm) talking over 127.0.0.1,
 // against baselines measured in the same run: a bare fi_writedata loop
-// over the same libfabric provider, a transport-level WriteImm loop into a
+// over the same libfabric provider (and over K endpoint pairs at once, the
+// rails variant's baseline), a transport-level WriteImm loop into a
 // ring-sized region, and the bridge over the plain TCP transport; and the
-// bridge's variants (write-twice, watermark 1/4, per-topic rings) against
-// its default.
+// bridge's variants (write-twice, watermark 1/4, per-topic rings, one
+// topic over K rails) against its default (one rail).
+//
+// What is timed: from the first publish to the last take, with the
+// publisher writing only each message's 16-byte stamp and the subscriber
+// checking only the stamp; whole payloads are written and CRC-checked in
+// untimed passes (warm-up, latency, a verification pass after each timed
+// run).
 //
 // It owns its private shared-memory prefixes and removes every segment of
 // them when a run ends; it never touches another prefix. Numbers are

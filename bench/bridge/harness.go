@@ -76,6 +76,10 @@ type Options struct {
 	// Reps is how often every throughput measurement (baselines too) is
 	// repeated; the report shows the median (0: 1).
 	Reps int
+	// Rails is K of the rails variant (one topic striped over K
+	// connections) and of its K-endpoint bare loop; 0 is what the bridge
+	// chooses on this machine (bridge.AutoRails).
+	Rails int
 	// Log receives the bridges' events; nil is silent.
 	Log *slog.Logger
 	// Progress receives a line per step; nil is silent.
@@ -152,6 +156,8 @@ type Variant struct {
 	Watermark ring.Watermark
 	PerTopic  bool `json:"per_topic"`
 	Topics    int  `json:"topics"`
+	// Rails: connections per ring (0: the run's Options.Rails, resolved).
+	Rails int `json:"rails"`
 	// Latency: the variant's latency is measured too (single-topic ones).
 	Latency bool `json:"latency"`
 }
@@ -169,12 +175,13 @@ const (
 // Variants are the configurations a run measures, default first.
 func Variants(provider string) []Variant {
 	vs := []Variant{
-		{Key: KeyDefault, Name: "bridge " + provider + " (default)", Provider: provider, Topics: 1, Latency: true},
-		{Key: KeyPlainTCP, Name: "bridge tcp (plain TCP transport)", Provider: "tcp", Topics: 1, Latency: true},
-		{Key: KeyTwice, Name: "write-twice", Provider: provider, Mode: ring.WriteTwice, Topics: 1, Latency: true},
-		{Key: KeyQuarter, Name: "watermark 1/4", Provider: provider, Watermark: ring.Quarter, Topics: 1, Latency: true},
-		{Key: KeyOneRing4, Name: fmt.Sprintf("%d topics, one ring", Topics), Provider: provider, Topics: Topics},
-		{Key: KeyPerTopic4, Name: fmt.Sprintf("%d topics, per-topic rings", Topics), Provider: provider, PerTopic: true, Topics: Topics},
+		{Key: KeyDefault, Name: "bridge " + provider + " (default, 1 rail)", Provider: provider, Topics: 1, Latency: true, Rails: 1},
+		{Key: KeyPlainTCP, Name: "bridge tcp (plain TCP transport)", Provider: "tcp", Topics: 1, Latency: true, Rails: 1},
+		{Key: KeyTwice, Name: "write-twice", Provider: provider, Mode: ring.WriteTwice, Topics: 1, Latency: true, Rails: 1},
+		{Key: KeyQuarter, Name: "watermark 1/4", Provider: provider, Watermark: ring.Quarter, Topics: 1, Latency: true, Rails: 1},
+		{Key: KeyOneRing4, Name: fmt.Sprintf("%d topics, one ring", Topics), Provider: provider, Topics: Topics, Rails: 1},
+		{Key: KeyPerTopic4, Name: fmt.Sprintf("%d topics, per-topic rings", Topics), Provider: provider, PerTopic: true, Topics: Topics, Rails: 1},
+		railsVariant(provider),
 	}
 	if isPlainTCP(provider) {
 		vs = slices.DeleteFunc(vs, func(v Variant) bool { return v.Key == KeyPlainTCP })
@@ -215,13 +222,26 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}()
 	start := time.Now()
 	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
-		Sizes: o.Sizes, Prefix: o.Prefix}
+		Sizes: o.Sizes, Prefix: o.Prefix, Rails: o.railsK()}
 	vs := o.variants()
+	k := o.railsK()
+	for i := range vs {
+		if vs[i].Key == KeyRails {
+			vs[i].Rails, vs[i].Name = k, railsName(vs[i].Provider, k)
+		}
+	}
+	bareK := k > 1 && slices.ContainsFunc(vs, func(v Variant) bool { return v.Key == KeyRails })
 	steps := o.Reps * len(o.Sizes) * (2 + len(vs))
+	if bareK {
+		steps += o.Reps * len(o.Sizes)
+	}
 	pr := &progress{w: o.Progress, total: steps, start: start}
 	defer pr.finish()
 	res.Bare = make([]Baseline, len(o.Sizes))
 	res.Loop = make([]Baseline, len(o.Sizes))
+	if bareK {
+		res.BareRails = make([]Baseline, len(o.Sizes))
+	}
 	res.Variants = make([]VariantResult, len(vs))
 	for i, v := range vs {
 		res.Variants[i] = VariantResult{Variant: v, ModeName: v.Mode.String(), WatermarkName: v.Watermark.String(),
@@ -259,12 +279,26 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			} else {
 				pr.step("no bare loop")
 			}
-			pr.step(fmt.Sprintf("transport WriteImm loop, %s × %d", benchutil.FormatSize(size), n))
-			l, err := measureLoop(o.Provider, size, n, o.RingSize)
-			if err != nil {
-				return nil, fmt.Errorf("transport loop, %s: %w", benchutil.FormatSize(size), err)
+			if bareK {
+				pr.step(fmt.Sprintf("bare fi_writedata loop over %d endpoints, %s × %d", k, benchutil.FormatSize(size), n))
+				if res.BareNote == "" {
+					b, err := measureBareRails(o.Provider, size, n, k, o.Prefix)
+					if err != nil {
+						return nil, fmt.Errorf("bare loop over %d endpoints, %s: %w", k, benchutil.FormatSize(size), err)
+					}
+					res.BareRails[i].add(b)
+				}
 			}
-			res.Loop[i].add(l)
+			if uint64(size) <= o.RingSize {
+				pr.step(fmt.Sprintf("transport WriteImm loop, %s × %d", benchutil.FormatSize(size), n))
+				l, err := measureLoop(o.Provider, size, n, o.RingSize)
+				if err != nil {
+					return nil, fmt.Errorf("transport loop, %s: %w", benchutil.FormatSize(size), err)
+				}
+				res.Loop[i].add(l)
+			} else {
+				pr.step("no transport loop: messages larger than the ring")
+			}
 			for k := range vs {
 				vr := &res.Variants[(k+rep)%len(vs)]
 				pr.step(fmt.Sprintf("%s, %s", vr.Name, benchutil.FormatSize(size)))
@@ -275,7 +309,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	if res.BareNote != "" {
-		res.Bare = nil
+		res.Bare, res.BareRails = nil, nil
 	}
 	for i := range res.Variants {
 		for j := range res.Variants[i].Cells {
@@ -342,6 +376,7 @@ func openPair(o Options, v Variant, size int, resubs *atomic.Int64) (*pair, erro
 			Mode:      v.Mode,
 			Watermark: v.Watermark,
 			PerTopic:  v.PerTopic,
+			Rails:     v.Rails,
 			Log:       o.Log,
 		})
 	}

@@ -33,8 +33,13 @@ type Result struct {
 	Bare     []Baseline `json:"bare"`
 	BareNote string     `json:"bare_note,omitempty"`
 	// Loop is the transport-level WriteImm loop per size.
-	Loop     []Baseline      `json:"transport_loop"`
-	Variants []VariantResult `json:"variants"`
+	Loop []Baseline `json:"transport_loop"`
+	// Rails is K of the rails variant; BareRails the bare loop over K
+	// endpoint pairs per size (empty when K is 1 or there is no bare
+	// loop).
+	Rails     int             `json:"rails"`
+	BareRails []Baseline      `json:"bare_rails,omitempty"`
+	Variants  []VariantResult `json:"variants"`
 	// Resubscribes counts subscriptions opened again because the bridge
 	// on host a had not subscribed after a second (a bridge bug worked
 	// around; see openStream).
@@ -226,6 +231,10 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 			t.Rows = append(t.Rows, []string{sz, "bare fi_writedata loop (" + r.Provider + ")", benchutil.Thousands(int64(bare.Iters)), "—",
 				rate(bareBps / float64(size)), gbps(bareBps), "1.00×", "", "", ""})
 		}
+		if kb := baselineFor(r.BareRails, size); kb != nil {
+			t.Rows = append(t.Rows, []string{sz, fmt.Sprintf("bare fi_writedata loop over %d endpoints (%s)", r.Rails, r.Provider), benchutil.Thousands(int64(kb.Iters)), "—",
+				rate(kb.BytesPerSecond() / float64(size)), gbps(kb.BytesPerSecond()), times(vsBaseline(kb.Runs, kb.Iters, bare)), "", "", ""})
+		}
 		if l := baselineFor(r.Loop, size); l != nil {
 			t.Rows = append(t.Rows, []string{sz, "transport WriteImm loop (" + r.Provider + ")", benchutil.Thousands(int64(l.Iters)), "—",
 				rate(l.BytesPerSecond() / float64(size)), gbps(l.BytesPerSecond()), times(vsBaseline(l.Runs, l.Iters, bare)), "", "", ""})
@@ -284,7 +293,8 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	// Ratios.
 	fmt.Fprintf(w, "\n## Ratios (throughput, same run, medians of per-repetition ratios)\n\n")
 	t = benchutil.Table{Head: []string{"size", "bridge / bare loop", "bridge / transport loop", "bridge " + r.Provider + " / bridge tcp",
-		"write-twice / default", "watermark 1/4 / default", fmt.Sprintf("per-topic / one ring (%d topics)", Topics)}, Align: "lrrrrrr"}
+		"write-twice / default", "watermark 1/4 / default", fmt.Sprintf("per-topic / one ring (%d topics)", Topics),
+		fmt.Sprintf("%d rails / bare loop", r.Rails), fmt.Sprintf("%d rails / bare over %d endpoints", r.Rails, r.Rails)}, Align: "lrrrrrrrr"}
 	var goalCells []string
 	goalMet, goalAny := true, false
 	for _, size := range r.Sizes {
@@ -313,6 +323,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 			pt = times(vsCell(per, one))
 		}
 		row = append(row, pt)
+		row = append(row, r.railsRatios(size)...)
 		t.Rows = append(t.Rows, row)
 		if size >= GoalMinSize && bareR > 0 {
 			goalAny = true
@@ -322,9 +333,10 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	}
 	t.Write(w)
 	if goalAny {
-		fmt.Fprintf(w, "\nGoal: the bridge's default path at ≥ %.0f%% of the bare fi_writedata loop for messages of %s or more: **%s** (%s).\n",
+		fmt.Fprintf(w, "\nGoal: the bridge's default path (one rail) at ≥ %.0f%% of the bare fi_writedata loop for messages of %s or more: **%s** (%s).\n",
 			100*GoalVsBare, benchutil.FormatSize(GoalMinSize), benchutil.MetWord(goalMet), strings.Join(goalCells, ", "))
 	}
+	r.writeRailsGoal(w)
 }
 
 func perMsg(n uint64, msgs int) string {

@@ -1,0 +1,89 @@
+package benchbridge
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
+)
+
+// Multi-rail striping (issue 13, goal 2): one topic's ring written over K
+// connections at once (ARCHITECTURE §3.7 "Rails"), against the bare loop
+// over one endpoint pair and over K pairs (each message cut into K
+// pieces), all in the same run.
+
+// KeyRails is the rails variant: one topic, one ring over K rails.
+const KeyRails = "rails"
+
+// GoalRailsVsBare: one topic over K rails moves messages of GoalRailsSize
+// at this multiple of the single-endpoint bare loop or better (on a host
+// with cores for the rails: the 16-core H100 host).
+const (
+	GoalRailsVsBare = 1.5
+	GoalRailsSize   = 64 << 20
+)
+
+// railsVariant is the rails variant; its K is the run's (Options.Rails,
+// resolved in Run).
+func railsVariant(provider string) Variant {
+	return Variant{Key: KeyRails, Name: railsName(provider, 0), Provider: provider, Topics: 1, Latency: true}
+}
+
+func railsName(provider string, k int) string {
+	if k == 0 {
+		return "bridge " + provider + ", K rails"
+	}
+	return fmt.Sprintf("bridge %s, %d rails", provider, k)
+}
+
+// railsK is K: Options.Rails, or what the bridge chooses here.
+func (o Options) railsK() int {
+	if o.Rails > 0 {
+		return o.Rails
+	}
+	return bridge.AutoRails(o.Provider, ring.WriteImm, runtime.NumCPU())
+}
+
+// measureBareRails is fabric.MeasureBareRails over the libfabric provider
+// of the bridge's provider name.
+func measureBareRails(provider string, size, iters, k int, prefix string) (Baseline, error) {
+	name, _ := strings.CutPrefix(provider, "fabric:")
+	r, err := fabric.MeasureBareRails(name, size, iters, k, fabric.Options{Node: "127.0.0.1", NamePrefix: prefix, Timeout: 30 * time.Second})
+	if err != nil {
+		return Baseline{}, err
+	}
+	return Baseline{Size: r.Size, Iters: r.Iters, Elapsed: r.Elapsed}, nil
+}
+
+// railsRatios are the ratio cells of the rails variant at size: against
+// the bare loop and against the bare loop over K endpoints.
+func (r *Result) railsRatios(size int) []string {
+	c := r.Variant(KeyRails).cell(size)
+	if c == nil {
+		return []string{"—", "—"}
+	}
+	return []string{times(vsBaseline(c.Runs, c.Messages, baselineFor(r.Bare, size))),
+		times(vsBaseline(c.Runs, c.Messages, baselineFor(r.BareRails, size)))}
+}
+
+// writeRailsGoal writes the goal line of the rails variant, when it was
+// measured at GoalRailsSize against the bare loop.
+func (r *Result) writeRailsGoal(w io.Writer) {
+	c := r.Variant(KeyRails).cell(GoalRailsSize)
+	if c == nil {
+		return
+	}
+	x := vsBaseline(c.Runs, c.Messages, baselineFor(r.Bare, GoalRailsSize))
+	if x <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nGoal: one topic over %d rails at ≥ %.1f× the single-endpoint bare fi_writedata loop for %s messages: **%s** (%s; %s the bare loop over %d endpoints).\n",
+		r.Rails, GoalRailsVsBare, benchutil.FormatSize(GoalRailsSize), benchutil.MetWord(x >= GoalRailsVsBare), times(x),
+		times(vsBaseline(c.Runs, c.Messages, baselineFor(r.BareRails, GoalRailsSize))), r.Rails)
+}
