@@ -47,6 +47,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	variants := fs.String("variants", "", "comma-separated variants to run (default all): "+variantKeys())
 	repsN := fs.Int("reps", 3, "runs of every throughput measurement (the median is reported)")
 	noVerify := fs.Bool("no-verify", false, "skip the subscriber's CRC-32C of every payload (sequence and size are still checked)")
+	fill := fs.Bool("fill", false, "the timed publisher writes whole payloads (as a CPU producer: data in the cache when the bridge sends it), not only each message's 16-byte stamp")
 	rails := fs.Int("rails", 0, "K of the rails variant (one topic over K connections) and of its K-endpoint bare loop (0: what the bridge chooses on this machine)")
 	fs.StringVar(&c.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
@@ -75,7 +76,7 @@ flags:`)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN, Rails: *rails}
+	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN, Rails: *rails, Fill: *fill}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)

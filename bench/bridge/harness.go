@@ -76,6 +76,10 @@ type Options struct {
 	// Reps is how often every throughput measurement (baselines too) is
 	// repeated; the report shows the median (0: 1).
 	Reps int
+	// Fill makes the timed runs' publisher write whole payloads (a producer
+	// that writes its data with the CPU: it is in the cache when the bridge
+	// sends it), not only each message's stamp.
+	Fill bool
 	// Rails is K of the rails variant (one topic striped over K
 	// connections) and of its K-endpoint bare loop; 0 is what the bridge
 	// chooses on this machine (bridge.AutoRails).
@@ -222,7 +226,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}()
 	start := time.Now()
 	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
-		Sizes: o.Sizes, Prefix: o.Prefix, Rails: o.railsK()}
+		Sizes: o.Sizes, Prefix: o.Prefix, Rails: o.railsK(), Fill: o.Fill}
 	vs := o.variants()
 	k := o.railsK()
 	for i := range vs {
@@ -680,7 +684,7 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 		return n
 	}
 	before := p.settled(sent())
-	elapsed, err := throughput(ctx, ss, per, c.Window, true)
+	elapsed, err := throughput(ctx, ss, per, c.Window, o.Fill, false)
 	if err != nil {
 		return err
 	}
@@ -693,7 +697,7 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 	if !o.NoVerify {
 		// Untimed: whole payloads written and CRC-checked, at the same
 		// window, through the same bridges.
-		if _, err := throughput(ctx, ss, verifyCount(per), c.Window, false); err != nil {
+		if _, err := throughput(ctx, ss, verifyCount(per), c.Window, true, true); err != nil {
 			return fmt.Errorf("verification pass: %w", err)
 		}
 	}
@@ -717,12 +721,12 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 
 // throughput publishes per messages on every stream at once, each with
 // at most window messages published and not yet taken, and returns the
-// time from the first publish until the last take. With stampOnly (timed
-// runs) the publisher writes only each message's 16-byte stamp and the
-// subscriber checks only the stamp (sequence, size, topic), as a user's
-// own production and consumption of the data lie outside what the bridge
-// does; otherwise the whole pattern is written and CRC-checked.
-func throughput(ctx context.Context, ss []*stream, per, window int, stampOnly bool) (time.Duration, error) {
+// time from the first publish until the last take. The publisher writes
+// each message's whole pattern with fill, else only its 16-byte stamp
+// (timed runs: a user's own production of the data lies outside what the
+// bridge does); the subscriber checks the stamp (sequence, size, topic)
+// and, with crc (and verification on), a CRC-32C of the payload.
+func throughput(ctx context.Context, ss []*stream, per, window int, fill, crc bool) (time.Duration, error) {
 	stop := make(chan struct{})
 	var once sync.Once
 	var firstErr error
@@ -756,7 +760,7 @@ func throughput(ctx context.Context, ss []*stream, per, window int, stampOnly bo
 				case <-stop:
 					return
 				}
-				if err := s.publishAs(stampOnly); err != nil {
+				if err := s.publishAs(!fill); err != nil {
 					fail(fmt.Errorf("publish: %w", err))
 					return
 				}
@@ -765,7 +769,7 @@ func throughput(ctx context.Context, ss []*stream, per, window int, stampOnly bo
 		go func() {
 			defer wg.Done()
 			for range per {
-				if err := s.takeAs(stop, s.verify && !stampOnly); err != nil {
+				if err := s.takeAs(stop, s.verify && crc); err != nil {
 					fail(err)
 					return
 				}

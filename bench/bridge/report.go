@@ -38,6 +38,7 @@ type Result struct {
 	// endpoint pairs per size (empty when K is 1 or there is no bare
 	// loop).
 	Rails     int             `json:"rails"`
+	Fill      bool            `json:"fill"` // the timed publisher wrote whole payloads
 	BareRails []Baseline      `json:"bare_rails,omitempty"`
 	Variants  []VariantResult `json:"variants"`
 	// Resubscribes counts subscriptions opened again because the bridge
@@ -215,13 +216,13 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Throughput\n\n"+
 		"Publish as fast as possible with at most *window* messages per topic published and not yet taken, on a fresh pair of bridges per row and repetition; timed from "+
 		"the first publish until the subscriber took the last message (after two untimed warm-up messages). What is timed: loan, publish, the bridges, take "+
-		"and return; the publisher writes only each message's 16-byte stamp (sequence number, size, topic) and the subscriber checks only the stamp, "+
+		"and return; the publisher writes %s and the subscriber checks only the stamp, "+
 		"as producing and consuming the data are the application's work, not the bridge's (the bytes moved are the whole message either way). "+
 		"After each timed run an untimed verification pass (a quarter as many messages, at least 8, same window) writes whole payloads and checks their CRC-32C. "+
 		"%s GB/s = 10⁹ bytes/s of payload. The bare loop is fi_writedata in C between two endpoints of this process "+
-		"(fabric.MeasureBare, one size-byte region); the transport loop is WriteImm through the transport.Provider "+
+		"(fabric.MeasureBare, one size-byte region), over K endpoints the same with each message cut into K pieces, one per endpoint pair, all pairs at once (the rails variant's baseline); the transport loop is WriteImm through the transport.Provider "+
 		"API into a ring-sized region at consecutive offsets; neither has headers, head write-backs or pools. "+
-		"\"vs …\" columns are medians of the per-repetition ratios (each repetition measures every row once); \"vs default\" compares with the bridge's default path at the same size; multi-topic rows are aggregates. records/msg and write-backs/msg are the bridge's link counters.\n\n", reps(r.Reps))
+		"\"vs …\" columns are medians of the per-repetition ratios (each repetition measures every row once); \"vs default\" compares with the bridge's default path at the same size; multi-topic rows are aggregates. records/msg and write-backs/msg are the bridge's link counters.\n\n", filled(r.Fill), reps(r.Reps))
 	t = benchutil.Table{Head: []string{"size", "path", "messages", "window", "msg/s", "GB/s", "vs bare loop", "vs default", "records/msg", "write-backs/msg"}, Align: "llrrrrrrrr"}
 	for _, size := range r.Sizes {
 		sz := benchutil.FormatSize(size)
@@ -351,4 +352,11 @@ func reps(n int) string {
 		return "One run per row."
 	}
 	return fmt.Sprintf("msg/s and GB/s are the median of %d repetitions.", n)
+}
+
+func filled(fill bool) string {
+	if fill {
+		return "each whole message (-fill: as a producer that writes its data with the CPU, so the data is in the cache when the bridge sends it)"
+	}
+	return "only each message's 16-byte stamp (sequence number, size, topic: the rest of the pool block is not touched, so the bridge sends data that is not in the cache, as after a DMA)"
 }
