@@ -29,8 +29,10 @@ const (
 	MaxConnsPerPeer = 4
 	// DefaultMaxRingsPerPeer bounds the rings one peer may ask this daemon
 	// to write into (one per host pair, one per topic with -per-topic).
-	// Each costs a goroutine, a data connection and about 0.8 MiB of
-	// registered memory here, and a ring of the peer's RingSize there.
+	// Each costs a goroutine, about 0.8 MiB of registered memory and, per
+	// rail the peer's offer asks for (at most ring.MaxRails), a data
+	// connection and a pump goroutine here, and a ring of the peer's
+	// RingSize there.
 	DefaultMaxRingsPerPeer = 128
 	// MaxTopicsPerPeer bounds the topics of a peer's interest and the
 	// topic ids of each ring it writes into.
