@@ -17,13 +17,13 @@ import (
 // connection). Records are consumed in ring order once their copies are
 // done (finish), so the ring bytes stay until their copy is over. A
 // copy below hostCopyMin is made at once by the link's goroutine (handing
-// it over would cost more).
+// it over costs a goroutine's wake, more than copying that much).
 //
 // Workers: one per rail, so that the copies keep up with the rails (one
 // goroutine copies from the ring into a pool block that is not in the
 // cache at about the speed of one TCP connection).
 const (
-	hostCopyMin   = 64 << 10
+	hostCopyMin   = 256 << 10
 	hostCopyPiece = 256 << 10 // a piece is at least this long
 )
 

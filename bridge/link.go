@@ -135,6 +135,11 @@ const (
 	paceWait             // wait for the wake (or a subscription) up to the given time
 )
 
+// linkSpin is how long a link that moved something keeps making passes
+// (yielding between them) before it waits for its wake: a wake costs the
+// next message of a stream tens of microseconds.
+const linkSpin = 200 * time.Microsecond
+
 // pollPolicy is how a link polls when pump says pacePoll: yields for the
 // first yields passes (and for Options.BusyPoll if busy), then sleeps
 // growing by step up to most.
@@ -164,6 +169,7 @@ type link struct {
 	rails    *railSet             // up: the rails' pumps (rails.go), which own eps meanwhile
 	spins    int                  // pacePoll passes in a row
 	idleFrom time.Time            // when the spins began
+	progress time.Time            // when a pass last moved something
 	items    []zerocopy.Waitable
 	ready    []bool
 
@@ -356,10 +362,17 @@ func (l *link) run() {
 		switch p {
 		case paceNow:
 			l.spins = 0
+			l.progress = time.Now()
 		case pacePoll:
 			l.backoff()
 		case paceWait:
 			l.spins = 0
+			if time.Since(l.progress) < linkSpin {
+				// A stream's next message comes soon: another pass
+				// instead of a sleep and a wake.
+				runtime.Gosched()
+				continue
+			}
 			l.wait(d)
 		}
 	}

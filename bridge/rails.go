@@ -279,7 +279,11 @@ func (r *rail) run() {
 		if s.fenced {
 			s.landMu.RLock()
 		}
+		t0 := time.Now()
 		n, err := r.ep.Poll(imms)
+		if time.Since(t0) > pollMoving {
+			r.active = time.Now() // bytes moved, whether or not a completion says so yet
+		}
 		if s.fenced {
 			s.landMu.RUnlock()
 		}
@@ -337,19 +341,25 @@ func (s *railSet) kickOthers(i int) {
 // railSpin is how long a rail that expects traffic keeps polling without
 // sleeping after it last moved something: a record's bytes land over many
 // polls before its completion says so, and a poller that sleeps meanwhile
-// lets the socket buffers fill and the peer stall.
-const railSpin = 2 * time.Millisecond
+// lets the socket buffers fill and the peer stall. A poll that took longer
+// than pollMoving moved bytes (one that finds nothing returns in a few
+// microseconds), so the window stays open while a record streams in.
+const (
+	railSpin   = 500 * time.Microsecond
+	pollMoving = 20 * time.Microsecond
+)
 
 // pause waits after a pass that moved nothing. While its writes are on
 // the way (sending) it only yields: software providers move bytes only
-// while polled. With traffic expected it yields until railSpin after the
-// rail last moved something, then sleeps in growing steps; otherwise it
-// waits for writes to post, polling now and then to notice a peer that
-// went away. A kick (writes queued, or another rail's traffic) ends any
-// pause; it reports whether one did.
+// while polled. For railSpin after the rail last moved something it
+// yields too (the next message of a stream comes soon). Then, with traffic
+// expected, it sleeps in growing steps; otherwise it waits for writes to
+// post, polling now and then to notice a peer that went away. A kick
+// (writes queued, or another rail's traffic) ends any pause; it reports
+// whether one did.
 func (r *rail) pause(spins int, sending, expect bool, timer *time.Timer) bool {
 	d := 100 * time.Millisecond
-	if sending || (expect && time.Since(r.active) < railSpin) {
+	if sending || time.Since(r.active) < railSpin {
 		runtime.Gosched()
 		select {
 		case <-r.kick:
