@@ -33,12 +33,6 @@ var (
 // Defaults.
 const (
 	DefaultRingSize = 64 << 20
-	// DefaultMaxChunk is the largest record payload by default: records of
-	// a few MiB keep a large message's transfer, its placement on the
-	// other host and the ring's reuse going at once (one record's copy
-	// overlaps the next one's transfer), at a header and an immediate per
-	// record.
-	DefaultMaxChunk = 4 << 20
 	// linkTimeout bounds the set-up of a data link (the writer's connect,
 	// the reader's accept and the writer's answer).
 	linkTimeout = 10 * time.Second
@@ -287,36 +281,6 @@ func New(opts Options) (*Bridge, error) {
 	log.Info("bridge started", "host", hostID, "listen", b.ControlAddr(), "provider", prov.Name(),
 		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "rails", opts.Rails, "per_topic", opts.PerTopic)
 	return b, nil
-}
-
-// ringConfig is the configuration of the rings this daemon offers.
-func (b *Bridge) ringConfig() ring.Config {
-	o := &b.opts
-	c := ring.Config{Size: o.RingSize, MaxChunk: o.MaxChunk, NoChunking: o.NoChunking, Mode: o.Mode, Watermark: o.Watermark, Rails: o.Rails}
-	if c.MaxChunk == 0 && !c.NoChunking {
-		if mr := c.MaxRecord(); mr > ring.HeaderSize {
-			c.MaxChunk = min(DefaultMaxChunk, mr-ring.HeaderSize)
-		}
-	}
-	return c
-}
-
-// AutoRails is the rail count Options.Rails = 0 chooses: TCP-based
-// providers (fabric:tcp, plain TCP) move bytes with the CPU of whoever
-// polls, so a rail per four cores, at most 4 (and at least 1) lets
-// transfers use more of them while leaving cores to the applications;
-// shm and verbs get 1 (shm copies through memory with one rail nearly at
-// memory speed; a NIC's queue pair is not CPU-bound); write-twice
-// allows only 1.
-func AutoRails(provider string, mode ring.Mode, cores int) int {
-	if mode != ring.WriteImm {
-		return 1
-	}
-	switch provider {
-	case "", "fabric:tcp", "tcp", "plaintcp":
-		return min(4, max(1, cores/4))
-	}
-	return 1
 }
 
 // Domain is the bridge's engine domain.
