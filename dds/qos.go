@@ -134,6 +134,28 @@ func profileOf(s *C.struct_rgd_qos_spec) qos.Profile {
 	return p
 }
 
+// policyOf is the ROS policy of a DDS QoS policy id (DDS_*_QOS_POLICY_ID),
+// qos.PolicyInvalid for those ROS has no name for.
+func policyOf(id int32) qos.Policy {
+	switch id {
+	case 0:
+		return qos.PolicyNone
+	case C.DDS_DURABILITY_QOS_POLICY_ID:
+		return qos.PolicyDurability
+	case C.DDS_DEADLINE_QOS_POLICY_ID:
+		return qos.PolicyDeadline
+	case C.DDS_LIVELINESS_QOS_POLICY_ID:
+		return qos.PolicyLiveliness
+	case C.DDS_RELIABILITY_QOS_POLICY_ID:
+		return qos.PolicyReliability
+	case C.DDS_HISTORY_QOS_POLICY_ID:
+		return qos.PolicyHistory
+	case C.DDS_LIFESPAN_QOS_POLICY_ID:
+		return qos.PolicyLifespan
+	}
+	return qos.PolicyInvalid
+}
+
 // actualQoS is the QoS entity e has, as a ROS profile, and its user data.
 func actualQoS(e C.int32_t) (qos.Profile, []byte, error) {
 	var s C.struct_rgd_qos_spec

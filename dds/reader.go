@@ -80,11 +80,12 @@ func (r *Reader) Take() (Sample, bool, error) {
 	var size C.uint32_t
 	var ts C.int64_t
 	var pubh C.uint64_t
-	n := C.rgd_take(r.handle, &sd, &size, &ts, &pubh)
+	var seq C.int64_t
+	n := C.rgd_take(r.handle, &sd, &size, &ts, &pubh, &seq)
 	if err := check("take from "+r.t.name, n); err != nil || n == 0 {
 		return Sample{}, false, err
 	}
-	s := Sample{Data: make([]byte, int(size)), SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh)}
+	s := Sample{Data: make([]byte, int(size)), SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh), Seq: int64(seq)}
 	var dst unsafe.Pointer
 	if size > 0 {
 		dst = unsafe.Pointer(&s.Data[0])
@@ -133,6 +134,12 @@ func (r *Reader) Wait(timeout time.Duration) (bool, error) {
 
 // Matched is the number of writers matched now.
 func (r *Reader) Matched() (int, error) { return matched(&r.mu, &r.closed, r.handle, false) }
+
+// Incompatible is the reader's requested-incompatible-QoS status: the
+// writers it did not match for their QoS.
+func (r *Reader) Incompatible() (Incompatible, error) {
+	return incompatible(&r.mu, &r.closed, r.handle, false)
+}
 
 // QoS is the reader's actual QoS and user data.
 func (r *Reader) QoS() (qos.Profile, []byte, error) {

@@ -113,6 +113,27 @@ int32_t rgd_matched(int32_t e, int32_t writer, uint32_t *count) {
 	return rc;
 }
 
+// rgd_incompatible reports how many endpoints of the other kind e did not
+// match for incompatible QoS (offered, writer != 0; requested otherwise),
+// and the DDS policy id of the last one.
+int32_t rgd_incompatible(int32_t e, int32_t writer, uint32_t *total, int32_t *policy) {
+	int32_t rc;
+	if (writer) {
+		dds_offered_incompatible_qos_status_t st;
+		if ((rc = rgd.dds_get_offered_incompatible_qos_status(e, &st)) == 0)
+			*total = st.total_count, *policy = (int32_t)st.last_policy_id;
+	} else {
+		dds_requested_incompatible_qos_status_t st;
+		if ((rc = rgd.dds_get_requested_incompatible_qos_status(e, &st)) == 0)
+			*total = st.total_count, *policy = (int32_t)st.last_policy_id;
+	}
+	return rc;
+}
+
+// rgd_wait_for_acks waits up to timeout_ns until every matched reliable
+// reader acknowledged what w wrote: 0, DDS_RETCODE_TIMEOUT, or an error.
+int32_t rgd_wait_for_acks(int32_t w, int64_t timeout_ns) { return rgd.dds_wait_for_acks(w, timeout_ns); }
+
 int32_t rgd_publication_guid(int32_t r, uint64_t ih, uint8_t *out) {
 	dds_builtintopic_endpoint_t *ep = rgd.dds_get_matched_publication_data(r, ih);
 	if (!ep)

@@ -27,6 +27,8 @@
 	X(dds_get_subscription_matched_status)                                 \
 	X(dds_create_readcondition) X(dds_create_waitset) X(dds_waitset_attach) \
 	X(dds_waitset_wait) X(dds_waitset_set_trigger)                         \
+	X(dds_wait_for_acks) X(dds_get_requested_incompatible_qos_status)      \
+	X(dds_get_offered_incompatible_qos_status)                             \
 	X(ddsi_sertype_init_flags) X(ddsi_sertype_fini) X(ddsi_serdata_init)   \
 	X(ddsi_sertype_v0)
 

@@ -15,6 +15,7 @@
 #define RGAPS_DDS_SERDATA_H
 #include <string.h>
 #include "dds/ddsi/q_radmin.h"
+#include "dds/ddsi/q_protocol.h"
 
 struct rgd_sample {
 	const unsigned char *data;
@@ -25,6 +26,7 @@ struct rgd_serdata {
 	struct ddsi_serdata c;
 	uint32_t size; // bytes of the message, header included
 	unsigned char *data;
+	int64_t seq; // the writer's sequence number, when received (0: unknown)
 };
 
 static struct ddsi_serdata_ops rgd_serdata_ops;
@@ -85,10 +87,25 @@ static struct rgd_serdata *rgd_sd_for_ser(const struct ddsi_sertype *t, enum dds
 	return rgd_sd_new(t, k, (uint32_t)size);
 }
 
+// rgd_frag_seq is the writer sequence number of the DATA or DATA_FRAG
+// submessage a received fragment came in (0 when there is none). DDSI
+// validated the submessage and put its fields in native byte order before
+// handing the data over.
+static int64_t rgd_frag_seq(const struct nn_rdata *frag) {
+	if (!frag || !frag->rmsg || frag->submsg_zoff == 0)
+		return 0;
+	const Data_DataFrag_common_t *sm = (const void *)NN_RMSG_PAYLOADOFF(frag->rmsg, NN_RDATA_SUBMSG_OFF(frag));
+	if (sm->smhdr.submessageId != SMID_DATA && sm->smhdr.submessageId != SMID_DATA_FRAG)
+		return 0;
+	int64_t sn = ((int64_t)sm->writerSN.high << 32) | sm->writerSN.low;
+	return sn > 0 ? sn : 0;
+}
+
 static struct ddsi_serdata *rgd_sd_from_ser(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, const struct nn_rdata *frag, size_t size) {
 	struct rgd_serdata *d = rgd_sd_for_ser(t, k, size);
 	if (!d || k != SDK_DATA)
 		return d ? &d->c : NULL;
+	d->seq = rgd_frag_seq(frag);
 	// Fragments arrive in order but may overlap: copy what each adds.
 	uint32_t off = 0;
 	for (; frag && off < size; frag = frag->nextfrag) {
@@ -309,9 +326,11 @@ int32_t rgd_write(int32_t w, const void *buf, uint32_t len, int64_t ts) {
 }
 
 // rgd_take takes the next valid sample as a serdata reference (skipping
-// invalid ones: instance state changes carry no data). Returns 1, 0 when
-// none is left, or a negative return code.
-int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh) {
+// invalid ones: instance state changes carry no data), with its source
+// timestamp, publication handle and writer sequence number (0 when not
+// known: a sample of this process's own writers). Returns 1, 0 when none
+// is left, or a negative return code.
+int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh, int64_t *seq) {
 	for (;;) {
 		struct ddsi_serdata *d = NULL;
 		dds_sample_info_t si;
@@ -326,6 +345,7 @@ int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pu
 		*size = d->ops->get_size(d);
 		*ts = si.source_timestamp;
 		*pubh = si.publication_handle;
+		*seq = d->ops == &rgd_serdata_ops ? ((struct rgd_serdata *)d)->seq : 0;
 		return 1;
 	}
 }

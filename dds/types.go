@@ -94,6 +94,21 @@ type Sample struct {
 	// Writer is the GUID of the writer that wrote it (zero if the writer
 	// was gone before the sample was taken).
 	Writer GUID
+	// Seq is the writer's sequence number of the sample (DDSI's writerSN:
+	// 1, 2, … in the order written, the same when a transient-local
+	// writer sends it again to a late joiner), read from the DATA
+	// submessage it arrived in; 0 when it did not arrive over the wire (a
+	// writer of this process: Cyclone hands those over in memory).
+	Seq int64
+}
+
+// Incompatible is an endpoint's incompatible-QoS status: how many
+// endpoints of the other kind it did not match because their QoS and its
+// own are incompatible (a reader's requested, a writer's offered status),
+// and the policy of the last one.
+type Incompatible struct {
+	Total      int
+	LastPolicy qos.Policy
 }
 
 // Endpoint is a writer or reader seen through DDS discovery (local ones

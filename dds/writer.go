@@ -8,6 +8,7 @@ package dds
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -76,6 +77,28 @@ func (w *Writer) WriteAt(msg []byte, at time.Time) error {
 // Matched is the number of readers matched now.
 func (w *Writer) Matched() (int, error) { return matched(&w.mu, &w.closed, w.handle, true) }
 
+// Incompatible is the writer's offered-incompatible-QoS status: the
+// readers it did not match for their QoS.
+func (w *Writer) Incompatible() (Incompatible, error) {
+	return incompatible(&w.mu, &w.closed, w.handle, true)
+}
+
+// WaitForAcks waits up to timeout (0: only looks) until every matched
+// reliable reader acknowledged every message written so far: true when
+// they did, false when the time ran out first.
+func (w *Writer) WaitForAcks(timeout time.Duration) (bool, error) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return false, ErrClosed
+	}
+	err := check("wait for acknowledgements on "+w.t.name, C.rgd_wait_for_acks(w.handle, C.int64_t(max(timeout, 0))))
+	if errors.Is(err, ErrTimeout) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // QoS is the writer's actual QoS and user data.
 func (w *Writer) QoS() (qos.Profile, []byte, error) {
 	w.mu.RLock()
@@ -100,6 +123,25 @@ func (w *Writer) close(fromParticipant bool) error {
 		w.t.p.disown(w)
 	}
 	return check("delete writer on "+w.t.name, C.rgd_delete(w.handle))
+}
+
+// incompatible reads an endpoint's incompatible-QoS status under its lock.
+func incompatible(mu *sync.RWMutex, closed *bool, h C.int32_t, writer bool) (Incompatible, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	if *closed {
+		return Incompatible{}, ErrClosed
+	}
+	var n C.uint32_t
+	var pol C.int32_t
+	w := C.int32_t(0)
+	if writer {
+		w = 1
+	}
+	if err := check("get incompatible QoS status", C.rgd_incompatible(h, w, &n, &pol)); err != nil {
+		return Incompatible{}, err
+	}
+	return Incompatible{Total: int(n), LastPolicy: policyOf(int32(pol))}, nil
 }
 
 // matched reads an endpoint's matched count under its lock.
