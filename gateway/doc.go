@@ -25,6 +25,12 @@
 // ones, which the engine never connects to each other, so nothing the
 // gateway brings in is carried back out.
 //
+// Restarts (ledger.go): the delivery ledger, a small file mapped shared,
+// records per source (DDS writer GUID, rgaps publisher GID) the last
+// message delivered, so a restarted gateway skips what a transient-local
+// source sends its new mirrors again; a stopping mirror first forwards
+// what it holds and, to DDS, waits for the readers' acknowledgements.
+//
 // Services (services.go): a DDS client (rq/<s>Request writer) with a local
 // rgaps service (a subscription on /_rgaps_rq<s>), or a local rgaps client
 // (a publisher on /_rgaps_rq<s>) with a DDS service (rq/<s>Request

@@ -29,6 +29,11 @@ type Options struct {
 	Interval time.Duration
 	// Log receives the gateway's log (nil: silent).
 	Log *slog.Logger
+	// Ledger is the file of the delivery ledger (ledger.go): what the
+	// gateway delivered from each source, so that a restarted gateway
+	// does not deliver again what a transient-local source sends it
+	// again. "": kept in memory, for this gateway's life only.
+	Ledger string
 }
 
 // Gateway is an open gateway (New): Serve runs it, Close ends it. Run
@@ -39,6 +44,7 @@ type Gateway struct {
 	dom   *zerocopy.Domain
 	part  *dds.Participant
 	types *plainness
+	led   *ledger
 
 	mu  sync.Mutex
 	out map[string]running // rgaps → DDS (outMirror), by ROS topic
@@ -91,17 +97,23 @@ func New(o Options) (*Gateway, error) {
 	if err := dds.Load(); err != nil {
 		return nil, err
 	}
+	led, err := openLedger(o.Ledger)
+	if err != nil {
+		return nil, err
+	}
 	dom, err := zerocopy.Open(o.Engine)
 	if err != nil {
+		led.close()
 		return nil, err
 	}
 	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery})
 	if err != nil {
 		dom.Close()
+		led.close()
 		return nil, err
 	}
-	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
-	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
+	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
+	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
 		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{},
 		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
 }
@@ -114,7 +126,7 @@ func (g *Gateway) Close() error {
 	g.apply("from DDS", g.in, nil, nil)
 	g.apply(dirSvcIn, g.svcIn, nil, nil)
 	g.apply(dirSvcOut, g.svcOut, nil, nil)
-	return errors.Join(g.part.Close(), g.dom.Close())
+	return errors.Join(g.part.Close(), g.dom.Close(), g.led.close())
 }
 
 // Refresh re-reads both graphs, makes the mirrors that are missing and

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -14,6 +15,8 @@ type inMirror struct {
 	rd  *dds.Reader
 	pub *zerocopy.Publisher
 	own [12]byte // the gateway participant's GUID prefix
+
+	failShown bool // a failure was logged (owned by the run goroutine)
 }
 
 func (g *Gateway) startIn(name string, w want) (running, error) {
@@ -36,33 +39,50 @@ func (g *Gateway) startIn(name string, w want) (running, error) {
 	return m, nil
 }
 
-// run forwards the reader's samples to the publisher until stopped; the
-// samples of the gateway's own writers are dropped (no loop).
+// run forwards the reader's samples to the publisher until stopped, then
+// forwards what the reader still holds (a graceful stop loses nothing
+// the gateway received).
 func (m *inMirror) run(g *Gateway) {
 	defer close(m.done)
-	failLogged := false
 	for !m.stopping() {
 		if _, err := m.rd.Wait(waitPeriod); err != nil {
 			return // closed
 		}
-		for {
-			s, ok, err := m.rd.Take()
-			if err != nil || !ok {
-				break
-			}
-			if s.Writer.Prefix() == m.own {
-				continue
-			}
-			if err := m.publish(s.Data); err != nil {
-				m.skipped.Add(1)
-				if !failLogged && !errors.Is(err, zerocopy.ErrClosed) {
-					g.log.Warn("publishing to rgaps failed", "topic", m.name, "err", err)
-					failLogged = true
-				}
-				continue
-			}
-			m.carried.Add(1)
+		m.forwardAll(g, time.Time{})
+	}
+	m.forwardAll(g, time.Now().Add(drainFor))
+}
+
+// forwardAll publishes every sample the reader holds (until end, when
+// set); the samples of the gateway's own writers are dropped (no loop),
+// and those the ledger says were delivered before are skipped.
+func (m *inMirror) forwardAll(g *Gateway, end time.Time) {
+	for end.IsZero() || time.Now().Before(end) {
+		s, ok, err := m.rd.Take()
+		if err != nil || !ok {
+			return
 		}
+		if s.Writer.Prefix() == m.own {
+			continue
+		}
+		seq := uint64(s.Seq)
+		if s.Writer == (dds.GUID{}) {
+			seq = 0 // the writer is unknown: nothing to record it under
+		}
+		if g.led.delivered(srcDDS, s.Writer, seq) {
+			m.replayed.Add(1)
+			continue
+		}
+		if err := m.publish(s.Data); err != nil {
+			m.skipped.Add(1)
+			if !m.failShown && !errors.Is(err, zerocopy.ErrClosed) {
+				g.log.Warn("publishing to rgaps failed", "topic", m.name, "err", err)
+				m.failShown = true
+			}
+			continue
+		}
+		m.carried.Add(1)
+		g.led.record(srcDDS, s.Writer, seq)
 	}
 }
 
@@ -84,7 +104,7 @@ func (m *inMirror) publish(msg []byte) error {
 
 func (m *inMirror) ddsName() string { return m.rd.Topic().Name() }
 
-// stop ends the goroutine and closes the endpoints.
+// stop ends the goroutine (which drains) and closes the endpoints.
 func (m *inMirror) stop() {
 	m.stopLoop()
 	m.rd.Close()

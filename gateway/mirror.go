@@ -14,6 +14,9 @@ type mirror struct {
 	done    chan struct{}
 	carried atomic.Uint64 // messages forwarded
 	skipped atomic.Uint64 // messages not carried (split, malformed, failed)
+	// replayed counts messages not carried because the ledger says they
+	// were delivered before (a transient-local source sent them again)
+	replayed atomic.Uint64
 }
 
 func newMirror(name string, w want, prefix int) mirror {
@@ -53,7 +56,7 @@ func (g *Gateway) apply(dir string, have map[string]running, want map[string]wan
 		if w, ok := want[name]; !ok || changed(b.w, w) {
 			m.stop()
 			delete(have, name)
-			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load())
+			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load(), "delivered before", b.replayed.Load())
 		}
 	}
 	for name, w := range want {

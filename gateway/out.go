@@ -13,12 +13,32 @@ import (
 // for its stop signal.
 const waitPeriod = 100 * time.Millisecond
 
+// How an out mirror learns what DDS readers have: when idle, it looks
+// every ackPoll whether they acknowledged everything written; when busy,
+// every ackEvery it waits up to ackWait for that. What they acknowledged
+// goes into the ledger.
+const (
+	ackPoll  = 5 * time.Millisecond
+	ackEvery = 50 * time.Millisecond
+	ackWait  = time.Millisecond
+)
+
+// drainFor bounds a stopping mirror's drain: forwarding what it holds
+// and (out) waiting for the DDS readers' acknowledgements.
+const drainFor = 2 * time.Second
+
 // outMirror carries one topic from rgaps to DDS: a republishing rgaps
 // subscription and a DDS writer.
 type outMirror struct {
 	mirror
 	sub *zerocopy.Subscription
 	wr  *dds.Writer
+
+	// Owned by the run goroutine:
+	written    map[zerocopy.GID]uint64 // per publisher, the last sequence written, not known acknowledged
+	acked      time.Time               // when the acknowledgements were last looked at
+	splitShown bool                    // a split message was logged
+	failShown  bool                    // a failure was logged
 }
 
 func (g *Gateway) startOut(name string, w want) (running, error) {
@@ -35,53 +55,100 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 		wr.Close()
 		return nil, err
 	}
-	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), sub: sub, wr: wr}
+	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), sub: sub, wr: wr, written: map[zerocopy.GID]uint64{}}
 	go m.run(g)
 	return m, nil
 }
 
-// run forwards the subscription's samples to the writer until stopped.
+// run forwards the subscription's samples to the writer until stopped,
+// then drains.
 func (m *outMirror) run(g *Gateway) {
 	defer close(m.done)
-	var splitLogged, failLogged bool
 	for !m.stopping() {
-		s, err := m.sub.TakeWait(waitPeriod)
+		wait := waitPeriod
+		if len(m.written) > 0 {
+			wait = ackPoll
+		}
+		s, err := m.sub.TakeWait(wait)
 		if errors.Is(err, zerocopy.ErrTimeout) || errors.Is(err, zerocopy.ErrNoData) {
+			m.checkpoint(g, 0)
 			continue
 		}
 		if err != nil {
-			if !failLogged {
+			if !m.failShown {
 				g.log.Warn("taking from rgaps failed", "topic", m.name, "err", err)
-				failLogged = true
+				m.failShown = true
 			}
 			time.Sleep(waitPeriod)
 			continue
 		}
-		switch b := s.Bytes(); {
-		case s.Meta() != nil:
-			m.skipped.Add(1)
-			if !splitLogged {
-				g.log.Warn("split messages (GPU loans) are not carried to DDS: skipped", "topic", m.name)
-				splitLogged = true
-			}
-		case len(b) < m.prefix+4:
-			m.skipped.Add(1)
-		case !m.anyReader():
-			// Nobody on DDS reads it (the writer stays, so DDS nodes see
-			// the topic): a volatile message is not written at all.
-		default:
-			if err := m.wr.Write(b[m.prefix:]); err != nil {
-				m.skipped.Add(1)
-				if !failLogged {
-					g.log.Warn("writing to DDS failed", "topic", m.name, "err", err)
-					failLogged = true
-				}
-			} else {
-				m.carried.Add(1)
-			}
+		m.forward(g, s)
+		if time.Since(m.acked) >= ackEvery {
+			m.checkpoint(g, ackWait)
 		}
-		s.Return()
 	}
+	// A graceful stop: forward what is queued, wait for the DDS readers
+	// to have it, and record it.
+	end := time.Now().Add(drainFor)
+	for time.Now().Before(end) {
+		s, err := m.sub.Take()
+		if err != nil {
+			break
+		}
+		m.forward(g, s)
+	}
+	m.checkpoint(g, time.Until(end))
+}
+
+// forward writes one sample to DDS (unless delivered before, per the
+// ledger) and returns it.
+func (m *outMirror) forward(g *Gateway, s *zerocopy.Sample) {
+	defer s.Return()
+	info := s.Info()
+	if g.led.delivered(srcRgaps, info.Publisher, info.Sequence) {
+		m.replayed.Add(1)
+		return
+	}
+	switch b := s.Bytes(); {
+	case s.Meta() != nil:
+		m.skipped.Add(1)
+		if !m.splitShown {
+			g.log.Warn("split messages (GPU loans) are not carried to DDS: skipped", "topic", m.name)
+			m.splitShown = true
+		}
+	case len(b) < m.prefix+4:
+		m.skipped.Add(1)
+	case !m.anyReader():
+		// Nobody on DDS reads it (the writer stays, so DDS nodes see
+		// the topic): a volatile message is not written at all.
+	default:
+		if err := m.wr.Write(b[m.prefix:]); err != nil {
+			m.skipped.Add(1)
+			if !m.failShown {
+				g.log.Warn("writing to DDS failed", "topic", m.name, "err", err)
+				m.failShown = true
+			}
+			return
+		}
+		m.carried.Add(1)
+		m.written[info.Publisher] = info.Sequence
+	}
+}
+
+// checkpoint records in the ledger what was written, once every matched
+// DDS reader acknowledged it (waiting up to wait for that).
+func (m *outMirror) checkpoint(g *Gateway, wait time.Duration) {
+	if len(m.written) == 0 {
+		return
+	}
+	m.acked = time.Now()
+	if ok, err := m.wr.WaitForAcks(wait); err != nil || !ok {
+		return
+	}
+	for gid, seq := range m.written {
+		g.led.record(srcRgaps, gid, seq)
+	}
+	clear(m.written)
 }
 
 // anyReader reports whether a DDS reader is matched to the writer, or the
@@ -97,7 +164,7 @@ func (m *outMirror) anyReader() bool {
 
 func (m *outMirror) ddsName() string { return m.wr.Topic().Name() }
 
-// stop ends the goroutine and closes the endpoints.
+// stop ends the goroutine (which drains) and closes the endpoints.
 func (m *outMirror) stop() {
 	m.stopLoop()
 	m.sub.Close()
