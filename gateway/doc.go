@@ -25,6 +25,12 @@
 // ones, which the engine never connects to each other, so nothing the
 // gateway brings in is carried back out.
 //
+// Several gateways (hosts bridged to each other, one DDS domain): every
+// DDS endpoint of a gateway carries "rgapsgateway=1;" in its USER_DATA,
+// and gateways never carry in, nor serve services of, each other's
+// endpoints: rgaps hosts exchange their messages through their bridges,
+// so each message reaches each reader once.
+//
 // Restarts (ledger.go): the delivery ledger, a small file mapped shared,
 // records per source (DDS writer GUID, rgaps publisher GID) the last
 // message delivered, so a restarted gateway skips what a transient-local

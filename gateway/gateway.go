@@ -50,6 +50,9 @@ type Gateway struct {
 	out map[string]running // rgaps → DDS (outMirror), by ROS topic
 	in  map[string]running // DDS → rgaps (inMirror), by ROS topic
 	bad map[string]string  // topics refused, and why (logged once)
+	// noted are the topics (by direction) passed over with an info line,
+	// logged once
+	noted map[string]bool
 
 	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
 	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
@@ -114,7 +117,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
 	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
-		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{},
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}, noted: map[string]bool{},
 		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
 }
 
@@ -167,6 +170,14 @@ func (g *Gateway) refuse(dir, topic string, err error) {
 	}
 	g.bad[key] = msg
 	g.log.Warn("DDS gateway cannot carry a topic", "direction", dir, "topic", topic, "err", err)
+}
+
+// note logs once an info line about a topic of a direction. Must hold g.mu.
+func (g *Gateway) note(dir, topic, msg string) {
+	if key := dir + " " + topic + " " + msg; !g.noted[key] {
+		g.noted[key] = true
+		g.log.Info(msg, "direction", dir, "topic", topic)
+	}
 }
 
 // accepted forgets a refusal once the topic is carried.

@@ -126,8 +126,8 @@ func (g *Gateway) serviceWants() (toRgaps, toDDS map[string]want, err error) {
 	for _, ep := range eps {
 		name, kind := dds.ROSName(ep.Topic)
 		s := local[name]
-		if kind != dds.KindRequest || s == nil || ep.Participant.Prefix() == own {
-			continue
+		if kind != dds.KindRequest || s == nil || ep.Participant.Prefix() == own || ofGateway(ep.UserData) {
+			continue // another gateway's: rgaps services reach each other through the bridge
 		}
 		if typ, ok := dds.ROSTypeName(ep.Type); !ok || typ != s.w.typ {
 			continue // another type: the DDS side would not match

@@ -118,7 +118,9 @@ func (g *Gateway) localWants() (map[string]want, error) {
 }
 
 // ddsWants lists the DDS topics to carry in: rt/ topics with writers of
-// other participants.
+// other participants that are not other gateways' (rgaps hosts exchange
+// their own messages through their bridges: what another gateway writes
+// reaches this host's subscribers that way, once).
 func (g *Gateway) ddsWants() (map[string]want, error) {
 	eps, err := g.part.Endpoints()
 	if err != nil {
@@ -133,6 +135,10 @@ func (g *Gateway) ddsWants() (map[string]want, error) {
 		name, kind := dds.ROSName(ep.Topic)
 		typ, ok := dds.ROSTypeName(ep.Type)
 		if kind != dds.KindTopic || !ok || !g.carried(name) {
+			continue
+		}
+		if ofGateway(ep.UserData) {
+			g.note("from DDS", name, "not carried in from DDS: written by another rgaps gateway (its messages come through the bridge)")
 			continue
 		}
 		w, seen := in[name]
@@ -164,11 +170,19 @@ func hashOf(ud []byte) zerocopy.TypeHash {
 	return h
 }
 
-// userData is the USER_DATA ROS 2's DDS rmws give an endpoint of type
-// hash h (nil when unknown).
+// gatewayMark is in the USER_DATA of every DDS endpoint a gateway makes:
+// gateways leave each other's endpoints alone (ddsWants, serviceWants).
+// ROS 2's DDS rmws read only the keys they know.
+const gatewayMark = "rgapsgateway=1;"
+
+// userData is the USER_DATA of a gateway's DDS endpoint of type hash h:
+// what ROS 2's DDS rmws give it (the hash when known) and gatewayMark.
 func userData(h zerocopy.TypeHash) []byte {
 	if s := h.String(); s != "" {
-		return []byte("typehash=" + s + ";")
+		return []byte("typehash=" + s + ";" + gatewayMark)
 	}
-	return nil
+	return []byte(gatewayMark)
 }
+
+// ofGateway reports whether USER_DATA ud is that of a gateway's endpoint.
+func ofGateway(ud []byte) bool { return bytes.Contains(ud, []byte(gatewayMark)) }
