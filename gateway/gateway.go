@@ -53,6 +53,9 @@ type Gateway struct {
 	// noted are the topics (by direction) passed over with an info line,
 	// logged once
 	noted map[string]bool
+	// incompat are the pairs of a mirror and an endpoint it cannot serve
+	// for their QoS, logged once (checkQoS)
+	incompat map[string]bool
 
 	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
 	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
@@ -117,7 +120,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
 	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
-		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}, noted: map[string]bool{},
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}, noted: map[string]bool{}, incompat: map[string]bool{},
 		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
 }
 
@@ -147,6 +150,7 @@ func (g *Gateway) Refresh() {
 	} else {
 		g.apply("from DDS", g.in, want, g.startIn)
 	}
+	g.checkQoS()
 	if toRgaps, toDDS, err := g.serviceWants(); err != nil {
 		g.log.Warn("reading the graphs for services", "err", err)
 	} else {
