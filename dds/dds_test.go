@@ -334,6 +334,38 @@ func TestIncompatibleQoS(t *testing.T) {
 	}
 }
 
+// A TRANSIENT_LOCAL KEEP_ALL writer keeps every message for late joiners,
+// or its last LateJoinerLimit ones.
+func TestLateJoinerLimit(t *testing.T) {
+	requireDDS(t)
+	p := openTest(t)
+	q := qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.ReliabilityReliable, Durability: qos.DurabilityTransientLocal}
+	for _, limit := range []int{0, 100} {
+		tp, err := p.Topic(fmt.Sprintf("/rgaps_late_joiners%d", limit), "rgaps_test/msg/Blob")
+		must(t, err)
+		w, err := tp.NewWriter(EndpointOptions{QoS: q, LateJoinerLimit: limit})
+		must(t, err)
+		const n = 300
+		for i := range n {
+			must(t, w.Write(stringCDR(strconv.Itoa(i))))
+		}
+		r, err := tp.NewReader(EndpointOptions{QoS: q})
+		must(t, err)
+		want := n
+		if limit > 0 {
+			want = limit
+		}
+		for i := n - want; i < n; i++ {
+			if s := takeOne(t, r); !bytes.Equal(s.Data, stringCDR(strconv.Itoa(i))) {
+				t.Fatalf("limit %d: late joiner got %q, want message %d", limit, s.Data[8:], i)
+			}
+		}
+		if s, ok, _ := r.Take(); ok {
+			t.Errorf("limit %d: late joiner got %q more", limit, s.Data[8:])
+		}
+	}
+}
+
 // echoRole (args: domain, count) writes each of count messages it takes
 // from rt/rgaps_test_ping back on rt/rgaps_test_pong.
 func echoRole(args []string) error {

@@ -90,14 +90,17 @@ func specOf(p qos.Profile, writer bool) (C.struct_rgd_qos_spec, error) {
 	return s, nil
 }
 
-// newQos is the dds_qos_t of p with user data ud; free it with
-// C.rgd_qos_free.
-func newQos(p qos.Profile, ud []byte, writer bool) (*C.dds_qos_t, error) {
-	s, err := specOf(p, writer)
+// newQos is the dds_qos_t of o's profile and user data (and, for a
+// writer, its late-joiner limit); free it with C.rgd_qos_free.
+func newQos(o EndpointOptions, writer bool) (*C.dds_qos_t, error) {
+	s, err := specOf(o.QoS, writer)
 	if err != nil {
 		return nil, err
 	}
-	b, n := cbytes(ud)
+	if writer && o.LateJoinerLimit > 0 {
+		s.tl_depth = C.int32_t(min(o.LateJoinerLimit, math.MaxInt32))
+	}
+	b, n := cbytes(o.UserData)
 	return C.rgd_qos_new(&s, b, n), nil
 }
 

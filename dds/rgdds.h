@@ -23,6 +23,7 @@ struct rgd_qos_spec {
 	int64_t lifespan;
 	int64_t max_blocking; // reliability max blocking time (writers)
 	int32_t writer;       // 1: writer QoS (no auto-dispose, durability service)
+	int32_t tl_depth;     // writers, TRANSIENT_LOCAL KEEP_ALL: samples kept for late joiners (0: all)
 };
 
 // rgd_ep is one discovered endpoint, pointing into a loaned built-in sample

@@ -34,7 +34,10 @@ dds_qos_t *rgd_qos_new(const struct rgd_qos_spec *s, const void *ud, size_t udle
 	rgd.dds_qset_durability(q, s->durability);
 	if (s->writer) {
 		rgd.dds_qset_writer_data_lifecycle(q, false);
-		if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL)
+		if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL && s->history == DDS_HISTORY_KEEP_ALL && s->tl_depth > 0)
+			rgd.dds_qset_durability_service(q, 0, DDS_HISTORY_KEEP_LAST, s->tl_depth, DDS_LENGTH_UNLIMITED,
+							DDS_LENGTH_UNLIMITED, DDS_LENGTH_UNLIMITED);
+		else if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL)
 			rgd.dds_qset_durability_service(q, 0, s->history, s->depth, DDS_LENGTH_UNLIMITED,
 							DDS_LENGTH_UNLIMITED, DDS_LENGTH_UNLIMITED);
 	}

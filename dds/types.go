@@ -81,6 +81,12 @@ type EndpointOptions struct {
 	// UserData is the endpoint's USER_DATA QoS; ROS 2's rmws put
 	// "typehash=RIHS01_<64 hex>;" there.
 	UserData []byte
+	// LateJoinerLimit bounds what a TRANSIENT_LOCAL KEEP_ALL writer keeps
+	// for late joiners to its last LateJoinerLimit messages (DDS's
+	// durability service history); 0 keeps every message it ever wrote,
+	// as Cyclone does for rmw_cyclonedds_cpp. Other writers and readers
+	// ignore it.
+	LateJoinerLimit int
 }
 
 // Sample is one message taken from a reader.

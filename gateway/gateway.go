@@ -140,17 +140,24 @@ func (g *Gateway) Close() error {
 func (g *Gateway) Refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	eps, epsErr := g.part.Endpoints()
+	if epsErr != nil {
+		g.log.Warn("reading DDS discovery", "err", epsErr)
+	}
 	if want, err := g.localWants(); err != nil {
 		g.log.Warn("reading the rgaps graph", "err", err)
-	} else {
+	} else if epsErr == nil {
+		keepAllFor(want, func(topic string) bool { return g.ddsReaderHoldsBack(eps, topic) })
 		g.apply("to DDS", g.out, want, g.startOut)
 	}
-	if want, err := g.ddsWants(); err != nil {
-		g.log.Warn("reading DDS discovery", "err", err)
-	} else {
+	if epsErr == nil {
+		want := g.ddsWants(eps)
+		keepAllFor(want, g.rgapsReaderHoldsBack)
 		g.apply("from DDS", g.in, want, g.startIn)
 	}
-	g.checkQoS()
+	if epsErr == nil {
+		g.checkQoS(eps)
+	}
 	if toRgaps, toDDS, err := g.serviceWants(); err != nil {
 		g.log.Warn("reading the graphs for services", "err", err)
 	} else {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // inMirror carries one topic from DDS to rgaps: a DDS reader and a
@@ -73,7 +74,7 @@ func (m *inMirror) forwardAll(g *Gateway, end time.Time) {
 			m.replayed.Add(1)
 			continue
 		}
-		if err := m.publish(s.Data); err != nil {
+		if err := m.publishHeld(s.Data); err != nil {
 			m.skipped.Add(1)
 			if !m.failShown && !errors.Is(err, zerocopy.ErrClosed) {
 				g.log.Warn("publishing to rgaps failed", "topic", m.name, "err", err)
@@ -83,6 +84,27 @@ func (m *inMirror) forwardAll(g *Gateway, end time.Time) {
 		}
 		m.carried.Add(1)
 		g.led.record(srcDDS, s.Writer, seq)
+	}
+}
+
+// publishHeld publishes msg; a KEEP_ALL mirror whose subscriptions hold
+// it back (a full queue, or a full pool) tries again, each try waiting
+// the engine's BlockTimeout, while it runs and for drainFor once it was
+// told to stop.
+func (m *inMirror) publishHeld(msg []byte) error {
+	var until time.Time
+	for {
+		err := m.publish(msg)
+		if err == nil || m.w.q.History != qos.HistoryKeepAll || !errors.Is(err, zerocopy.ErrQueueFull) && !errors.Is(err, zerocopy.ErrPoolExhausted) {
+			return err
+		}
+		if m.stopping() {
+			if until.IsZero() {
+				until = time.Now().Add(drainFor)
+			} else if time.Now().After(until) {
+				return err
+			}
+		}
 	}
 }
 

@@ -46,7 +46,9 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 	if err != nil {
 		return nil, err
 	}
-	wr, err := t.NewWriter(dds.EndpointOptions{QoS: w.q, UserData: userData(w.hash)})
+	// A transient-local KEEP_ALL writer keeps for late joiners what an
+	// rgaps one keeps, a queue's worth, not all it ever wrote.
+	wr, err := t.NewWriter(dds.EndpointOptions{QoS: w.q, UserData: userData(w.hash), LateJoinerLimit: int(g.dom.Config().QueueCap)})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (m *outMirror) forward(g *Gateway, s *zerocopy.Sample) {
 		// Nobody on DDS reads it (the writer stays, so DDS nodes see
 		// the topic): a volatile message is not written at all.
 	default:
-		if err := m.wr.Write(b[m.prefix:]); err != nil {
+		if err := m.writeHeld(b[m.prefix:]); err != nil {
 			m.skipped.Add(1)
 			if !m.failShown {
 				g.log.Warn("writing to DDS failed", "topic", m.name, "err", err)
@@ -132,6 +134,28 @@ func (m *outMirror) forward(g *Gateway, s *zerocopy.Sample) {
 		}
 		m.carried.Add(1)
 		m.written[info.Publisher] = info.Sequence
+	}
+}
+
+// writeHeld writes msg; a KEEP_ALL mirror whose DDS readers hold it back
+// (the write timed out: the writer's history is full of what they have
+// not acknowledged) tries again while it runs and for drainFor once it
+// was told to stop, holding its own subscription, and so the rgaps
+// publishers, back meanwhile.
+func (m *outMirror) writeHeld(msg []byte) error {
+	var until time.Time
+	for {
+		err := m.wr.Write(msg)
+		if err == nil || m.w.q.History != qos.HistoryKeepAll || !errors.Is(err, dds.ErrTimeout) {
+			return err
+		}
+		if m.stopping() {
+			if until.IsZero() {
+				until = time.Now().Add(drainFor)
+			} else if time.Now().After(until) {
+				return err
+			}
+		}
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 // requested-incompatible-QoS status, the rgaps subscription's
 // IncompatibleQoS); the gateway logs the pair once, with the topic and
 // the policy, and again only after the pair went away and came back.
-// Must hold g.mu.
-func (g *Gateway) checkQoS() {
+// eps are the endpoints DDS discovery found. Must hold g.mu.
+func (g *Gateway) checkQoS(eps []dds.Endpoint) {
 	seen := map[string]bool{}
 	report := func(key string, msg, topic string, pol qos.Policy, args ...any) {
 		seen[key] = true
@@ -27,10 +27,6 @@ func (g *Gateway) checkQoS() {
 		g.log.Warn(msg, append([]any{"topic", topic, "policy", pol.String()}, args...)...)
 	}
 	if len(g.out) > 0 {
-		eps, err := g.part.Endpoints()
-		if err != nil {
-			eps = nil
-		}
 		own := g.part.GUID().Prefix()
 		for _, ep := range eps {
 			if ep.Writer || ep.Participant.Prefix() == own || ofGateway(ep.UserData) {

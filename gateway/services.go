@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // Service payloads (docs/ARCHITECTURE.md §3.10 and §3.13).
@@ -146,6 +147,7 @@ func (g *Gateway) serviceWants() (toRgaps, toDDS map[string]want, err error) {
 			w = s.w
 		}
 		merge(&w, false, ep.QoS)
+		w.q.History = qos.HistoryKeepLast // a request never holds a client back
 		into[name] = w
 	}
 	return toRgaps, toDDS, nil
