@@ -149,6 +149,9 @@ func (g *Gateway) Refresh() {
 	} else if epsErr == nil {
 		keepAllFor(want, func(topic string) bool { return g.ddsReaderHoldsBack(eps, topic) })
 		g.apply("to DDS", g.out, want, g.startOut)
+		for name, m := range g.out {
+			m.(*outMirror).sinks.see(g, eps, name)
+		}
 	}
 	if epsErr == nil {
 		want := g.ddsWants(eps)

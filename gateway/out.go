@@ -28,11 +28,14 @@ const (
 const drainFor = 2 * time.Second
 
 // outMirror carries one topic from rgaps to DDS: a republishing rgaps
-// subscription and a DDS writer.
+// subscription and a DDS writer. A volatile mirror has its subscription
+// only while a DDS reader is matched (outsub.go).
 type outMirror struct {
 	mirror
-	sub *zerocopy.Subscription
-	wr  *dds.Writer
+	wr    *dds.Writer
+	sinks sinks // what the DDS readers keep (set by Refresh)
+
+	sub *zerocopy.Subscription // nil while none (owned by the run goroutine until it ends)
 
 	// Owned by the run goroutine:
 	written    map[zerocopy.GID]uint64 // per publisher, the last sequence written, not known acknowledged
@@ -52,12 +55,15 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := g.dom.NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: w.typ, TypeHash: w.hash, Node: Node, QoS: w.q, Republish: true})
-	if err != nil {
-		wr.Close()
-		return nil, err
+	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), wr: wr, written: map[zerocopy.GID]uint64{}}
+	if w.q.Durability == qos.DurabilityTransientLocal {
+		// Its history is for DDS readers yet to come: subscribed from the
+		// start, at the sources' depth.
+		if m.sub, err = m.subscribe(g, w.q.Depth); err != nil {
+			wr.Close()
+			return nil, err
+		}
 	}
-	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), sub: sub, wr: wr, written: map[zerocopy.GID]uint64{}}
 	go m.run(g)
 	return m, nil
 }
@@ -67,6 +73,9 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 func (m *outMirror) run(g *Gateway) {
 	defer close(m.done)
 	for !m.stopping() {
+		if !m.subscribed(g) {
+			continue
+		}
 		wait := waitPeriod
 		if len(m.written) > 0 {
 			wait = ackPoll
@@ -74,6 +83,7 @@ func (m *outMirror) run(g *Gateway) {
 		s, err := m.sub.TakeWait(wait)
 		if errors.Is(err, zerocopy.ErrTimeout) || errors.Is(err, zerocopy.ErrNoData) {
 			m.checkpoint(g, 0)
+			m.unsubscribeIdle()
 			continue
 		}
 		if err != nil {
@@ -87,12 +97,13 @@ func (m *outMirror) run(g *Gateway) {
 		m.forward(g, s)
 		if time.Since(m.acked) >= ackEvery {
 			m.checkpoint(g, ackWait)
+			m.unsubscribeIdle()
 		}
 	}
 	// A graceful stop: forward what is queued, wait for the DDS readers
 	// to have it, and record it.
 	end := time.Now().Add(drainFor)
-	for time.Now().Before(end) {
+	for m.sub != nil && time.Now().Before(end) {
 		s, err := m.sub.Take()
 		if err != nil {
 			break
@@ -191,6 +202,8 @@ func (m *outMirror) ddsName() string { return m.wr.Topic().Name() }
 // stop ends the goroutine (which drains) and closes the endpoints.
 func (m *outMirror) stop() {
 	m.stopLoop()
-	m.sub.Close()
+	if m.sub != nil {
+		m.sub.Close()
+	}
 	m.wr.Close()
 }
