@@ -89,6 +89,7 @@ const (
 	CaseGateway  = "gateway, no DDS subscriber"
 	CaseGatewayL = "gateway + DDS subscriber KEEP_LAST 10"
 	CaseGatewayR = "gateway + DDS subscriber KEEP_ALL"
+	CaseDDSAll   = "DDS→DDS KEEP_ALL"
 	LayoutProcs  = "processes"
 	LayoutOne    = "one process"
 )
@@ -97,6 +98,9 @@ var (
 	Paths   = []string{PathDDS, PathToDDS, PathFromDDS}
 	Cases   = []string{CaseRgaps, CaseGateway, CaseGatewayL, CaseGatewayR}
 	Layouts = []string{LayoutProcs, LayoutOne}
+	// ProcsCases are the processes layout's: DDS→DDS KEEP_ALL between two
+	// processes too, what a KEEP_ALL subscriber's stream cannot beat.
+	ProcsCases = append(slices.Clone(Cases), CaseDDSAll)
 	// sinkQoS is the DDS subscriber of a case (a childQoS kind).
 	sinkQoS = map[string]string{CaseGatewayL: "last", CaseGatewayR: "all"}
 )
@@ -328,12 +332,20 @@ func (h *harness) runLayout(ctx context.Context, layout string, res *Result) err
 			res.Latency = append(res.Latency, c)
 		}
 	}
+	cases := Cases
+	if layout == LayoutProcs {
+		cases = ProcsCases
+	}
 	for _, size := range h.o.Sizes {
-		for _, k := range Cases {
+		for _, k := range cases {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			c, err := h.throughput(ctx, layout, k, size)
+			tp := h.throughput
+			if k == CaseDDSAll {
+				tp = h.throughputDDS
+			}
+			c, err := tp(ctx, layout, k, size)
 			if err != nil {
 				return fmt.Errorf("throughput (%s) %s %s: %w", layout, k, benchutil.FormatSize(size), err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,9 @@ const ChildCommand = "dds-child"
 
 // The child protocol, one line each way: the child prints "ready" once
 // its endpoint exists and "matched" once it matched another; a sender
-// writes one message, stamped now (StampedCDR), for each line <seq> on its
-// stdin; a receiver prints "got <seq> <latency ns>" for each message
+// writes one message, stamped now (Stamp), for each line <seq> on its
+// stdin, and for "burst <duration>" as many as it can for that long, then
+// prints "sent <messages> <start, Unix ns>"; a receiver prints "got <seq> <latency ns>" for each message
 // (qos "lat") and answers "report" with "count <messages> <last message,
 // Unix ns>". Both end when their stdin closes.
 
@@ -133,6 +135,12 @@ func sendChild(w *dds.Writer, size int, out *lineWriter) error {
 	msg := StringCDR(size)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
+		if d, ok := strings.CutPrefix(in.Text(), "burst "); ok {
+			if err := burst(w, msg, d, out); err != nil {
+				return err
+			}
+			continue
+		}
 		seq, err := strconv.ParseUint(in.Text(), 10, 64)
 		if err != nil {
 			return fmt.Errorf("command %q: %w", in.Text(), err)
@@ -143,6 +151,28 @@ func sendChild(w *dds.Writer, size int, out *lineWriter) error {
 		}
 	}
 	return in.Err()
+}
+
+// burst writes msg as fast as the writer takes it for the duration d
+// and prints "sent <messages> <start, Unix ns>".
+func burst(w *dds.Writer, msg []byte, d string, out *lineWriter) error {
+	dur, err := time.ParseDuration(d)
+	if err != nil {
+		return fmt.Errorf("burst %q: %w", d, err)
+	}
+	start := time.Now()
+	var n int64
+	for end := start.Add(dur); time.Now().Before(end); {
+		if err := w.Write(msg); err != nil {
+			if errors.Is(err, dds.ErrTimeout) {
+				continue // the reader is behind: the stream's pace
+			}
+			return err
+		}
+		n++
+	}
+	out.println("sent", n, start.UnixNano())
+	return nil
 }
 
 func recvChild(r *dds.Reader, each bool, out *lineWriter) error {

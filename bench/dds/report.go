@@ -86,16 +86,23 @@ func writeLayout(w io.Writer, r *Result, layout string) {
 		benchutil.MetWord(worst[PathFromDDS] > 0 && worst[PathFromDDS] <= LatencyGoal), times(worst[PathFromDDS]))
 	fmt.Fprintf(w, "Throughput, msgs/s: 1 publisher, %d engine subscriptions, RELIABLE KEEP_ALL, %v of publishing, until every engine subscription has every message:\n\n",
 		s.Subs, time.Duration(s.Duration))
+	cases := Cases
+	if layout == LayoutProcs {
+		cases = ProcsCases
+	}
 	tt := benchutil.Table{Head: []string{"size"}, Align: "l"}
-	for _, k := range Cases {
+	for _, k := range cases {
 		tt.Head = append(tt.Head, k)
 	}
 	tt.Head = append(tt.Head, "KEEP_LAST sub / rgaps only", "KEEP_LAST sub received", "KEEP_ALL sub / rgaps only", "KEEP_ALL sub received")
+	if layout == LayoutProcs {
+		tt.Head = append(tt.Head, "KEEP_ALL sub / DDS→DDS")
+	}
 	tt.Align += strings.Repeat("r", len(tt.Head)-1)
 	lowest := map[string]float64{}
 	for _, size := range s.Sizes {
 		row := []string{benchutil.FormatSize(size)}
-		for _, k := range Cases {
+		for _, k := range cases {
 			if c := r.Rate(layout, k, size); c != nil {
 				row = append(row, benchutil.Thousands(int64(c.Rate+0.5)))
 			} else {
@@ -120,6 +127,14 @@ func writeLayout(w io.Writer, r *Result, layout string) {
 				row = append(row, "–")
 			}
 		}
+		if layout == LayoutProcs {
+			a, b := r.Rate(layout, CaseGatewayR, size), r.Rate(layout, CaseDDSAll, size)
+			if a != nil && b != nil && b.Rate > 0 {
+				row = append(row, fmt.Sprintf("%.0f%%", 100*a.Rate/b.Rate))
+			} else {
+				row = append(row, "–")
+			}
+		}
 		tt.Rows = append(tt.Rows, row)
 	}
 	tt.Write(w)
@@ -129,5 +144,9 @@ func writeLayout(w io.Writer, r *Result, layout string) {
 	}
 	fmt.Fprintf(w, "\nGoal (issue 14): with a DDS subscriber ≥ %.0f%% of the rgaps-only rate: KEEP_LAST 10 subscriber %s, KEEP_ALL subscriber %s.\n\n",
 		100*ThroughputGoal, verdict(CaseGatewayL), verdict(CaseGatewayR))
-	fmt.Fprint(w, "A KEEP_LAST subscriber's mirror is KEEP_LAST and does not hold the publisher back, so the subscriber gets what the gateway keeps up with; a KEEP_ALL subscriber's mirror is KEEP_ALL (package gateway), so it gets every message and the stream goes at its pace.\n\n")
+	fmt.Fprint(w, "A KEEP_LAST subscriber's mirror is KEEP_LAST and does not hold the publisher back, so the subscriber gets what the gateway keeps up with; a KEEP_ALL subscriber's mirror is KEEP_ALL (package gateway), so it gets every message and the stream goes at its pace.")
+	if layout == LayoutProcs {
+		fmt.Fprint(w, " DDS→DDS KEEP_ALL: a DDS writer process writing as fast as a KEEP_ALL reader process takes, for as long, the pace no KEEP_ALL DDS subscriber can beat.")
+	}
+	fmt.Fprint(w, "\n\n")
 }

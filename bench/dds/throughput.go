@@ -308,3 +308,45 @@ func (h *harness) throughput(ctx context.Context, layout, kase string, size int)
 	}
 	return c, nil
 }
+
+// throughputDDS measures DDS→DDS KEEP_ALL between two processes (layout
+// LayoutProcs only): a writer process writes for Duration, the cell ends
+// when the reader process has every message.
+func (h *harness) throughputDDS(ctx context.Context, layout, kase string, size int) (ThroughputCell, error) {
+	c := ThroughputCell{Layout: layout, Case: kase, Size: size}
+	topic := fmt.Sprintf("%s_%s_tp_%d_dds", h.topic, h.tag(layout, false), size)
+	sink, err := h.kidSink(topic, "all", size)
+	if err != nil {
+		return c, err
+	}
+	defer sink.close()
+	w, err := h.startKid("send", topic, size, "all")
+	if err != nil {
+		return c, err
+	}
+	defer w.close()
+	if err := waitFor(ctx, "the DDS writer and reader to match", func() bool { return w.matched() && sink.ready() }); err != nil {
+		return c, err
+	}
+	if err := w.send("burst " + h.o.Duration.String()); err != nil {
+		return c, err
+	}
+	l, err := w.expect("sent ", h.o.Duration+time.Minute)
+	if err != nil {
+		return c, err
+	}
+	var startNs int64
+	if _, err := fmt.Sscanf(l, "sent %d %d", &c.Messages, &startNs); err != nil {
+		return c, fmt.Errorf("%s: %q: %w", w.name, l, err)
+	}
+	n, last, err := sink.finish(c.Messages, true, time.Now().Add(time.Minute))
+	if err != nil {
+		return c, fmt.Errorf("DDS reader: %w", err)
+	}
+	c.DDSGot = n
+	if d := last.Sub(time.Unix(0, startNs)); d > 0 {
+		c.Elapsed = benchutil.Seconds(d)
+		c.Rate = float64(c.Messages) / d.Seconds()
+	}
+	return c, nil
+}
