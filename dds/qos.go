@@ -90,14 +90,17 @@ func specOf(p qos.Profile, writer bool) (C.struct_rgd_qos_spec, error) {
 	return s, nil
 }
 
-// newQos is the dds_qos_t of p with user data ud; free it with
+// newQos is the dds_qos_t of an endpoint with options o; free it with
 // C.rgd_qos_free.
-func newQos(p qos.Profile, ud []byte, writer bool) (*C.dds_qos_t, error) {
-	s, err := specOf(p, writer)
+func newQos(o EndpointOptions, writer bool) (*C.dds_qos_t, error) {
+	s, err := specOf(o.QoS, writer)
 	if err != nil {
 		return nil, err
 	}
-	b, n := cbytes(ud)
+	if o.IgnoreLocal {
+		s.ignore_local = 1
+	}
+	b, n := cbytes(o.UserData)
 	return C.rgd_qos_new(&s, b, n), nil
 }
 

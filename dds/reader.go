@@ -35,7 +35,7 @@ type Reader struct {
 
 // NewReader creates a reader on t with o's QoS and user data.
 func (t *Topic) NewReader(o EndpointOptions) (*Reader, error) {
-	q, err := newQos(o.QoS, o.UserData, false)
+	q, err := newQos(o, false)
 	if err != nil {
 		return nil, err
 	}

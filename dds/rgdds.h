@@ -23,6 +23,7 @@ struct rgd_qos_spec {
 	int64_t lifespan;
 	int64_t max_blocking; // reliability max blocking time (writers)
 	int32_t writer;       // 1: writer QoS (no auto-dispose, durability service)
+	int32_t ignore_local; // 1: match no endpoint of the same participant
 };
 
 // rgd_ep is one discovered endpoint, pointing into a loaned built-in sample

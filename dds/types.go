@@ -81,6 +81,11 @@ type EndpointOptions struct {
 	// UserData is the endpoint's USER_DATA QoS; ROS 2's rmws put
 	// "typehash=RIHS01_<64 hex>;" there.
 	UserData []byte
+	// IgnoreLocal keeps the endpoint from matching endpoints of its own
+	// participant (DDS_IGNORELOCAL_PARTICIPANT, what rmw_cyclonedds_cpp
+	// uses for ignore_local_publications): they neither count as matched
+	// nor exchange samples.
+	IgnoreLocal bool
 }
 
 // Sample is one message taken from a reader.

@@ -29,7 +29,7 @@ type Writer struct {
 
 // NewWriter creates a writer on t with o's QoS and user data.
 func (t *Topic) NewWriter(o EndpointOptions) (*Writer, error) {
-	q, err := newQos(o.QoS, o.UserData, true)
+	q, err := newQos(o, true)
 	if err != nil {
 		return nil, err
 	}
