@@ -32,7 +32,14 @@
 // 16-byte request header (after the CDR header) to the rmw's 28-byte
 // prefix and back. Service topics are never carried as topics.
 //
-// Not done: the graph (DDS nodes do not appear as rgaps nodes), and
-// GPU split messages. The package has no cgo of its own, imports the
+// The graph both ways (graph.go, announce.go, discoveryinfo.go): the
+// gateway reads ros_discovery_info, where ROS 2's DDS rmws say which node
+// owns which DDS endpoint, and Graph reports the DDS nodes and their
+// endpoints (rgapsd serves it on a status socket); it writes its own
+// sample listing this host's rgaps nodes with the gids of its DDS
+// endpoints standing for theirs, making a presence reader for a
+// subscription no DDS writer feeds yet.
+//
+// Not done: GPU split messages. The package has no cgo of its own, imports the
 // engine, dds and type support, and is run by rgapsd only.
 package gateway

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -48,6 +49,8 @@ type Gateway struct {
 	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
 	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
 	svcSerial int                // service mirrors made (their DDS client and service ids)
+
+	dg *ddsGraph // the graph both ways (graph.go, announce.go)
 }
 
 // Run runs the gateway until ctx is done. It fails at once when libddsc
@@ -95,15 +98,21 @@ func New(o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery})
+	// USER_DATA as rmw_cyclonedds_cpp's participants have it: DDS nodes
+	// take a participant with an enclave for a ROS one.
+	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery, UserData: []byte("enclave=/;")})
 	if err != nil {
 		dom.Close()
 		return nil, err
 	}
-	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
-	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
+	g := &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
 		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{},
-		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
+		svcIn: map[string]running{}, svcOut: map[string]running{}}
+	if err := g.openGraph(); err != nil {
+		return nil, errors.Join(fmt.Errorf("gateway: ros_discovery_info: %w", err), part.Close(), dom.Close())
+	}
+	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
+	return g, nil
 }
 
 // Close stops every mirror and closes the participant and the domain.
@@ -114,6 +123,7 @@ func (g *Gateway) Close() error {
 	g.apply("from DDS", g.in, nil, nil)
 	g.apply(dirSvcIn, g.svcIn, nil, nil)
 	g.apply(dirSvcOut, g.svcOut, nil, nil)
+	g.closeGraph()
 	return errors.Join(g.part.Close(), g.dom.Close())
 }
 
@@ -138,6 +148,7 @@ func (g *Gateway) Refresh() {
 		g.apply(dirSvcIn, g.svcIn, toRgaps, g.startSvcToRgaps)
 		g.apply(dirSvcOut, g.svcOut, toDDS, g.startSvcToDDS)
 	}
+	g.refreshGraph()
 }
 
 // The directions of service mirrors, as logged.
