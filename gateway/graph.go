@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -126,7 +127,10 @@ func (g *Gateway) closeGraph() {
 	g.dg.wr.Close()
 }
 
-// refreshGraph brings both directions of the graph up to date.
+// refreshGraph brings both directions of the graph up to date. When the
+// DDS nodes or their endpoints changed, it wakes the domain's graph
+// conditions (the rmw's graph guard conditions) as the bridge does for
+// other hosts' changes, after the new graph is visible.
 func (g *Gateway) refreshGraph() {
 	g.announce()
 	g.takeInfo()
@@ -138,8 +142,12 @@ func (g *Gateway) refreshGraph() {
 	snap := g.ddsGraphOf(eps)
 	d := g.dg
 	d.snapMu.Lock()
+	changed := !slices.Equal(snap.Nodes, d.snap.Nodes) || !slices.Equal(snap.Endpoints, d.snap.Endpoints)
 	d.snap = snap
 	d.snapMu.Unlock()
+	if changed {
+		g.dom.NotifyGraphChanged()
+	}
 }
 
 // takeInfo takes the ros_discovery_info samples that arrived. A sample

@@ -124,6 +124,16 @@ func TestGraphFromDDS(t *testing.T) {
 		_, ok := nodeNamed(gr, fq)
 		return ok && len(endpointsOf(gr, fq)) == 3
 	})
+	// the graph conditions (the rmw's graph guard conditions) wake for a
+	// change of the DDS graph alone
+	gc := e.dom.NewGraphCondition()
+	ros.say(t, nodeEntities{namespace: "/gr_ns", name: talker, readers: []gid{cmd, gid(rq.GUID())}, writers: []gid{chatter}},
+		nodeEntities{namespace: "/", name: talker + "_wake"})
+	eventually(t, "a graph condition woken by a DDS node", func() bool {
+		_, ok := nodeNamed(g.Graph(), "/"+talker+"_wake")
+		return ok && gc.Ready()
+	})
+	gr = g.Graph()
 	if n, _ := nodeNamed(gr, fq); n.Participant != ros.part.GUID() {
 		t.Errorf("node's participant %s, want %s", n.Participant, ros.part.GUID())
 	}
