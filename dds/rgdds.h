@@ -59,6 +59,8 @@ int32_t rgd_create_reader(int32_t pp, int32_t topic, const dds_qos_t *q);
 int32_t rgd_matched(int32_t e, int32_t writer, uint32_t *count);
 
 int32_t rgd_write(int32_t w, const void *buf, uint32_t len, int64_t ts);
+int32_t rgd_write_parts(int32_t w, const void *a, uint32_t alen, const void *b, uint32_t blen, const void *c,
+			uint32_t clen, int64_t ts);
 int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh);
 void rgd_copy_unref(void *sd, void *buf, uint32_t size);
 int32_t rgd_publication_guid(int32_t r, uint64_t ih, uint8_t *out);
