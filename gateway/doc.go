@@ -11,14 +11,22 @@
 //     DDS writer on rt/<topic>;
 //   - DDS → rgaps: a topic with DDS writers (rt/ names) of participants
 //     other than the gateway's own gets a DDS reader and a republishing
-//     rgaps publisher (host memory).
+//     rgaps publisher.
 //
 // Payloads are carried as they are, but for types that the rmw lays out
 // plain (§3.10; schema.PlainSize on the type's definition from
 // typesupport/interfaces): their 4 reserved bytes are stripped on the way
 // out and added on the way in. A type whose definition cannot be found is
-// taken as CDR. Split messages (GPU loans with a meta block) are not
-// carried: they are counted and logged once per topic.
+// taken as CDR.
+//
+// Split messages (GPU loans: the byte field's bytes as the payload, the
+// rest in a meta block, §3.12) are joined going out, written to DDS from
+// three parts (the bytes before the field, the field's, the bytes after)
+// without a joined copy, the device form copied out once by the mirror's
+// engine copier when it is all there is; coming in, a message of a type
+// with a device field is split for topics with a GPU pool or device
+// readers, the field's bytes placed once into a block of the pool
+// (split.go).
 //
 // Loops: the gateway's DDS readers drop samples whose writer belongs to
 // the gateway's own participant, and its rgaps endpoints are republishing
@@ -40,6 +48,6 @@
 // endpoints standing for theirs, making a presence reader for a
 // subscription no DDS writer feeds yet.
 //
-// Not done: GPU split messages. The package has no cgo of its own, imports the
-// engine, dds and type support, and is run by rgapsd only.
+// The package has no cgo of its own, imports the engine, dds and type
+// support, and is run by rgapsd only.
 package gateway

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -11,9 +12,18 @@ import (
 // republishing rgaps publisher.
 type inMirror struct {
 	mirror
+	dom *zerocopy.Domain
 	rd  *dds.Reader
 	pub *zerocopy.Publisher
 	own [12]byte // the gateway participant's GUID prefix
+
+	// Split messages (split.go): the type's definition and byte field
+	// (-1: none, never split), the buffer messages of such a type are
+	// taken into, and the forms the topic's readers read (the goroutine's).
+	def   *schema.Message
+	field int
+	buf   hostBuf
+	forms readerForms
 }
 
 func (g *Gateway) startIn(name string, w want) (running, error) {
@@ -21,8 +31,11 @@ func (g *Gateway) startIn(name string, w want) (running, error) {
 	if err != nil {
 		return nil, err
 	}
+	def, field := g.types.byteField(w.typ)
+	// A type with a device field gets a GPU pool on a GPU host, as the
+	// rmw's endpoints do (docs/ARCHITECTURE.md §3.12), if this is first.
 	pub, err := g.dom.NewPublisher(zerocopy.EndpointSpec{Topic: name, Type: w.typ, TypeHash: w.hash, Node: Node, QoS: w.q,
-		Memory: zerocopy.MemoryHost, Republish: true})
+		Memory: zerocopy.MemoryHost, GPUPool: field >= 0 && zerocopy.GPUPresent(), Republish: true})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +44,12 @@ func (g *Gateway) startIn(name string, w want) (running, error) {
 		pub.Close()
 		return nil, err
 	}
-	m := &inMirror{mirror: newMirror(name, w, g.prefixOf("from DDS", name, w.typ)), rd: rd, pub: pub, own: g.part.GUID().Prefix()}
+	if field < 0 && pub.Topic().PoolKind() == zerocopy.PoolGPU {
+		g.log.Info("a topic with a GPU pool, of a type without a device field (or whose definition is unknown): its messages are published unsplit",
+			"topic", name, "type", w.typ)
+	}
+	m := &inMirror{mirror: newMirror(name, w, g.prefixOf("from DDS", name, w.typ)), dom: g.dom, rd: rd, pub: pub,
+		own: g.part.GUID().Prefix(), def: def, field: field, buf: hostBuf{dom: g.dom}}
 	go m.run(g)
 	return m, nil
 }
@@ -40,24 +58,27 @@ func (g *Gateway) startIn(name string, w want) (running, error) {
 // samples of the gateway's own writers are dropped (no loop).
 func (m *inMirror) run(g *Gateway) {
 	defer close(m.done)
-	failLogged := false
+	defer m.buf.close()
 	for !m.stopping() {
 		if _, err := m.rd.Wait(waitPeriod); err != nil {
 			return // closed
 		}
 		for {
-			s, ok, err := m.rd.Take()
+			s, ok, err := m.take()
+			if err != nil && !errors.Is(err, dds.ErrClosed) {
+				m.skipped.Add(1)
+				m.warnOnce(g.log, "take", "taking from DDS failed", "err", err)
+			}
 			if err != nil || !ok {
 				break
 			}
 			if s.Writer.Prefix() == m.own {
 				continue
 			}
-			if err := m.publish(s.Data); err != nil {
+			if err := m.publish(g, s.Data); err != nil {
 				m.skipped.Add(1)
-				if !failLogged && !errors.Is(err, zerocopy.ErrClosed) {
-					g.log.Warn("publishing to rgaps failed", "topic", m.name, "err", err)
-					failLogged = true
+				if !errors.Is(err, zerocopy.ErrClosed) {
+					m.warnOnce(g.log, "publish", "publishing to rgaps failed", "err", err)
 				}
 				continue
 			}
@@ -66,9 +87,37 @@ func (m *inMirror) run(g *Gateway) {
 	}
 }
 
-// publish publishes one DDS message, with the reserved bytes of the plain
-// layout in front for plain types.
-func (m *inMirror) publish(msg []byte) error {
+// take takes the next DDS message; one of a type with a byte field into
+// the mirror's buffer, which a split message's field is copied from.
+func (m *inMirror) take() (dds.Sample, bool, error) {
+	if m.field < 0 {
+		return m.rd.Take()
+	}
+	var bufErr error
+	s, ok, err := m.rd.TakeTo(func(n int) []byte {
+		b, err := m.buf.get(n)
+		bufErr = err
+		return b
+	})
+	if bufErr != nil {
+		err = bufErr
+	}
+	return s, ok, err
+}
+
+// publish publishes one DDS message: split when the topic's readers are
+// served best so (publishSplit), else whole, with the reserved bytes of
+// the plain layout in front for plain types.
+func (m *inMirror) publish(g *Gateway, msg []byte) error {
+	if m.field >= 0 && m.splits() {
+		err := m.publishSplit(msg)
+		if !errors.Is(err, errNoSplit) {
+			return err
+		}
+		if !errors.Is(err, errEmptyField) {
+			m.warnOnce(g.log, "nosplit", "a message of a type with a device field was published whole", "why", err)
+		}
+	}
 	if m.prefix == 0 {
 		return m.pub.Publish(msg)
 	}

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -19,6 +21,8 @@ type outMirror struct {
 	mirror
 	sub *zerocopy.Subscription
 	wr  *dds.Writer
+	def *schema.Message // the type's definition (split messages); nil: unknown
+	buf hostBuf         // device payloads staged out (the goroutine's)
 }
 
 func (g *Gateway) startOut(name string, w want) (running, error) {
@@ -30,12 +34,16 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := g.dom.NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: w.typ, TypeHash: w.hash, Node: Node, QoS: w.q, Republish: true})
+	// MemoryAny: publishers make no copy for the gateway; it copies a
+	// device-only payload out itself, and only when it writes it.
+	sub, err := g.dom.NewSubscription(zerocopy.EndpointSpec{Topic: name, Type: w.typ, TypeHash: w.hash, Node: Node, QoS: w.q,
+		Memory: zerocopy.MemoryAny, Republish: true})
 	if err != nil {
 		wr.Close()
 		return nil, err
 	}
-	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), sub: sub, wr: wr}
+	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), sub: sub, wr: wr,
+		def: g.types.message(w.typ), buf: hostBuf{dom: g.dom}}
 	go m.run(g)
 	return m, nil
 }
@@ -43,45 +51,45 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 // run forwards the subscription's samples to the writer until stopped.
 func (m *outMirror) run(g *Gateway) {
 	defer close(m.done)
-	var splitLogged, failLogged bool
+	defer m.buf.close()
 	for !m.stopping() {
 		s, err := m.sub.TakeWait(waitPeriod)
 		if errors.Is(err, zerocopy.ErrTimeout) || errors.Is(err, zerocopy.ErrNoData) {
 			continue
 		}
 		if err != nil {
-			if !failLogged {
-				g.log.Warn("taking from rgaps failed", "topic", m.name, "err", err)
-				failLogged = true
-			}
+			m.warnOnce(g.log, "take", "taking from rgaps failed", "err", err)
 			time.Sleep(waitPeriod)
 			continue
 		}
-		switch b := s.Bytes(); {
-		case s.Meta() != nil:
-			m.skipped.Add(1)
-			if !splitLogged {
-				g.log.Warn("split messages (GPU loans) are not carried to DDS: skipped", "topic", m.name)
-				splitLogged = true
-			}
-		case len(b) < m.prefix+4:
-			m.skipped.Add(1)
-		case !m.anyReader():
-			// Nobody on DDS reads it (the writer stays, so DDS nodes see
-			// the topic): a volatile message is not written at all.
-		default:
-			if err := m.wr.Write(b[m.prefix:]); err != nil {
+		// Nobody on DDS reads it (the writer stays, so DDS nodes see the
+		// topic): a volatile message is not written, nor copied, at all.
+		if m.anyReader() {
+			if err := m.forward(s); err != nil {
 				m.skipped.Add(1)
-				if !failLogged {
-					g.log.Warn("writing to DDS failed", "topic", m.name, "err", err)
-					failLogged = true
-				}
+				m.warnOnce(g.log, errKey(err), "a message was not carried to DDS", "err", err)
 			} else {
 				m.carried.Add(1)
 			}
 		}
 		s.Return()
 	}
+}
+
+// forward writes one sample to DDS: its payload (without a plain type's
+// reserved bytes), or a split message joined (writeSplit).
+func (m *outMirror) forward(s *zerocopy.Sample) error {
+	if meta := s.Meta(); meta != nil {
+		return m.writeSplit(s, meta)
+	}
+	b, err := m.hostBytes(s)
+	if err != nil {
+		return err
+	}
+	if len(b) < m.prefix+4 {
+		return fmt.Errorf("%w: a %d-byte message", errMalformed, len(b))
+	}
+	return m.wr.Write(b[m.prefix:])
 }
 
 // anyReader reports whether a DDS reader is matched to the writer, or the
