@@ -30,7 +30,7 @@ type splitMsg struct {
 
 // makeSplitMsg builds a message of typ with n random bytes in its byte
 // field and the other fields set by set (on the whole message).
-func makeSplitMsg(t *testing.T, typ string, n int, set map[string]any) splitMsg {
+func makeSplitMsg(t testing.TB, typ string, n int, set map[string]any) splitMsg {
 	t.Helper()
 	def, err := interfaces.Registry().Message(typ)
 	must(t, err)
@@ -218,7 +218,7 @@ func firstDiff(a, b []byte) int {
 
 // logBuf collects a gateway's log lines (and passes them to the test log).
 type logBuf struct {
-	t  *testing.T
+	t  testing.TB
 	mu sync.Mutex
 	b  strings.Builder
 }
@@ -240,11 +240,17 @@ func (l *logBuf) String() string {
 // startGatewayLogged is startGateway with the gateway's log kept.
 func startGatewayLogged(t *testing.T, topics ...string) (*env, *logBuf) {
 	t.Helper()
+	return startGatewayPool(t, 64<<20, topics...)
+}
+
+// startGatewayPool is startGatewayLogged with topics of poolSize bytes.
+func startGatewayPool(t testing.TB, poolSize uint64, topics ...string) (*env, *logBuf) {
+	t.Helper()
 	if err := dds.Load(); errors.Is(err, dds.ErrNotSupported) {
 		t.Skip(err)
 	}
 	logs := &logBuf{t: t}
-	cfg := zerocopy.Config{Prefix: testutil.Prefix(), Domain: testDomain, PoolSize: 64 << 20, SkipStaleClean: true}
+	cfg := zerocopy.Config{Prefix: testutil.Prefix(), Domain: testDomain, PoolSize: poolSize, SkipStaleClean: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
