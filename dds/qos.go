@@ -90,8 +90,8 @@ func specOf(p qos.Profile, writer bool) (C.struct_rgd_qos_spec, error) {
 	return s, nil
 }
 
-// newQos is the dds_qos_t of o's profile and user data (and, for a
-// writer, its late-joiner limit); free it with C.rgd_qos_free.
+// newQos is the dds_qos_t of an endpoint with options o (for a writer,
+// its late-joiner limit too); free it with C.rgd_qos_free.
 func newQos(o EndpointOptions, writer bool) (*C.dds_qos_t, error) {
 	s, err := specOf(o.QoS, writer)
 	if err != nil {
@@ -99,6 +99,9 @@ func newQos(o EndpointOptions, writer bool) (*C.dds_qos_t, error) {
 	}
 	if writer && o.LateJoinerLimit > 0 {
 		s.tl_depth = C.int32_t(min(o.LateJoinerLimit, math.MaxInt32))
+	}
+	if o.IgnoreLocal {
+		s.ignore_local = 1
 	}
 	b, n := cbytes(o.UserData)
 	return C.rgd_qos_new(&s, b, n), nil

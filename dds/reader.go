@@ -8,6 +8,7 @@ package dds
 import "C"
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,14 @@ func (r *Reader) Topic() *Topic { return r.t }
 
 // Take takes the oldest message; false when there is none.
 func (r *Reader) Take() (Sample, bool, error) {
+	return r.TakeTo(func(n int) []byte { return make([]byte, n) })
+}
+
+// TakeTo takes the oldest message like Take, copying it into memory the
+// caller gives: buf(n) returns at least n bytes (a buffer reused from one
+// message to the next, memory outside the Go heap), and Sample.Data is
+// their first n. A buffer shorter than n drops the message with an error.
+func (r *Reader) TakeTo(buf func(n int) []byte) (Sample, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -85,7 +94,12 @@ func (r *Reader) Take() (Sample, bool, error) {
 	if err := check("take from "+r.t.name, n); err != nil || n == 0 {
 		return Sample{}, false, err
 	}
-	s := Sample{Data: make([]byte, int(size)), SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh), Seq: int64(seq)}
+	data := buf(int(size))
+	if len(data) < int(size) {
+		C.rgd_copy_unref(sd, nil, 0)
+		return Sample{}, false, fmt.Errorf("dds: take from %s: a %d-byte message for a %d-byte buffer: dropped", r.t.name, size, len(data))
+	}
+	s := Sample{Data: data[:size:size], SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh), Seq: int64(seq)}
 	var dst unsafe.Pointer
 	if size > 0 {
 		dst = unsafe.Pointer(&s.Data[0])

@@ -48,6 +48,8 @@ dds_qos_t *rgd_qos_new(const struct rgd_qos_spec *s, const void *ud, size_t udle
 		rgd.dds_qset_lifespan(q, s->lifespan);
 	dds_data_representation_id_t xcdr1 = DDS_DATA_REPRESENTATION_XCDR1;
 	rgd.dds_qset_data_representation(q, 1, &xcdr1);
+	if (s->ignore_local)
+		rgd.dds_qset_ignorelocal(q, DDS_IGNORELOCAL_PARTICIPANT);
 	if (udlen)
 		rgd.dds_qset_userdata(q, ud, udlen);
 	return q;

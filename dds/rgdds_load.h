@@ -17,6 +17,7 @@
 	X(dds_qset_durability_service) X(dds_qset_liveliness)                  \
 	X(dds_qset_deadline) X(dds_qset_lifespan) X(dds_qset_userdata)         \
 	X(dds_qset_writer_data_lifecycle) X(dds_qset_data_representation)      \
+	X(dds_qset_ignorelocal)                                                \
 	X(dds_qget_history) X(dds_qget_reliability) X(dds_qget_durability)     \
 	X(dds_qget_liveliness) X(dds_qget_deadline) X(dds_qget_lifespan)       \
 	X(dds_qget_userdata)                                                   \

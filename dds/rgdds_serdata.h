@@ -17,10 +17,32 @@
 #include "dds/ddsi/q_radmin.h"
 #include "dds/ddsi/q_protocol.h"
 
+// An application sample: the message is data[0:len], followed, when
+// written, by more[0:more_len] and last[0:last_len] (a message written in
+// parts, rgd_write_parts; taken samples have data only).
 struct rgd_sample {
 	const unsigned char *data;
 	uint32_t len;
+	const unsigned char *more, *last;
+	uint32_t more_len, last_len;
 };
+
+// rgd_sample_len is the sample's message length: its parts' total, or 0
+// when that does not fit a uint32_t (no message has it).
+static uint32_t rgd_sample_len(const struct rgd_sample *s) {
+	uint64_t n = (uint64_t)s->len + s->more_len + s->last_len;
+	return n > UINT32_MAX - 3u ? 0 : (uint32_t)n;
+}
+
+// rgd_sample_copy copies the sample's parts to dst, in order.
+static void rgd_sample_copy(const struct rgd_sample *s, unsigned char *dst) {
+	if (s->len)
+		memcpy(dst, s->data, s->len);
+	if (s->more_len)
+		memcpy(dst + s->len, s->more, s->more_len);
+	if (s->last_len)
+		memcpy(dst + s->len + s->more_len, s->last, s->last_len);
+}
 
 struct rgd_serdata {
 	struct ddsi_serdata c;
@@ -55,14 +77,18 @@ static struct rgd_serdata *rgd_sd_new(const struct ddsi_sertype *t, enum ddsi_se
 	return d;
 }
 
-// rgd_sd_trim applies a received header's padding count.
+// rgd_sd_trim applies a received header's padding count. Only a size
+// that is a multiple of 4 holds padding: a DATA submessage carries the
+// padded bytes, but a fragmented sample arrives at the size the writer's
+// serdata reported (DATAFRAG's sample size), which for ours is the exact
+// length, so its bits are cleared and nothing is cut.
 static void rgd_sd_trim(struct rgd_serdata *d) {
 	if (d->size < 4)
 		return;
 	uint32_t pad = d->data[3] & 3u;
-	if (pad && d->size - 4 >= pad) {
+	d->data[3] &= (unsigned char)~3u;
+	if (pad && d->size % 4 == 0 && d->size - 4 >= pad) {
 		d->size -= pad;
-		d->data[3] &= (unsigned char)~3u;
 		memset(d->data + d->size, 0, pad);
 	}
 }
@@ -157,13 +183,14 @@ static struct ddsi_serdata *rgd_sd_from_sample(const struct ddsi_sertype *t, enu
 		struct rgd_serdata *d = rgd_sd_new(t, k, 0);
 		return d ? &d->c : NULL;
 	}
-	if (s->len < 4)
+	uint32_t n = rgd_sample_len(s);
+	if (n < 4 || s->len < 4) // the encapsulation header is in the first part
 		return NULL;
-	struct rgd_serdata *d = rgd_sd_new(t, k, s->len);
+	struct rgd_serdata *d = rgd_sd_new(t, k, n);
 	if (!d)
 		return NULL;
-	memcpy(d->data, s->data, s->len);
-	d->data[3] = (unsigned char)((d->data[3] & ~3u) | (rgd_align4(s->len) - s->len));
+	rgd_sample_copy(s, d->data);
+	d->data[3] = (unsigned char)((d->data[3] & ~3u) | (rgd_align4(n) - n));
 	return &d->c;
 }
 
@@ -199,6 +226,8 @@ static bool rgd_sd_to_sample(const struct ddsi_serdata *dc, void *sample, void *
 		memcpy(p, d->data, d->size);
 	s->data = p;
 	s->len = d->size;
+	s->more = s->last = NULL;
+	s->more_len = s->last_len = 0;
 	return true;
 }
 
@@ -208,11 +237,8 @@ static struct ddsi_serdata *rgd_sd_to_untyped(const struct ddsi_serdata *dc) {
 }
 
 static bool rgd_sd_untyped_to_sample(const struct ddsi_sertype *t, const struct ddsi_serdata *d, void *sample, void **bufptr, void *buflim) {
-	if (sample) {
-		struct rgd_sample *s = sample;
-		s->data = NULL;
-		s->len = 0;
-	}
+	if (sample)
+		memset(sample, 0, sizeof(struct rgd_sample));
 	return true;
 }
 
@@ -259,14 +285,15 @@ static bool rgd_st_equal(const struct ddsi_sertype *a, const struct ddsi_sertype
 static uint32_t rgd_st_hash(const struct ddsi_sertype *t) { return 0; }
 
 static size_t rgd_st_serialized_size(const struct ddsi_sertype *t, const void *sample) {
-	return ((const struct rgd_sample *)sample)->len;
+	return rgd_sample_len(sample);
 }
 
 static bool rgd_st_serialize_into(const struct ddsi_sertype *t, const void *sample, void *dst, size_t dst_size) {
 	const struct rgd_sample *s = sample;
-	if (dst_size < s->len)
+	uint32_t n = rgd_sample_len(s);
+	if (n == 0 || dst_size < n)
 		return false;
-	memcpy(dst, s->data, s->len);
+	rgd_sample_copy(s, dst);
 	return true;
 }
 
@@ -322,6 +349,17 @@ int32_t rgd_create_raw_topic(int32_t pp, const char *topic, const char *type) {
 // rgd_write writes len bytes (ts: source timestamp in ns since the epoch).
 int32_t rgd_write(int32_t w, const void *buf, uint32_t len, int64_t ts) {
 	struct rgd_sample s = {.data = buf, .len = len};
+	return rgd.dds_write_ts(w, &s, ts);
+}
+
+// rgd_write_parts writes the message a[0:alen] b[0:blen] c[0:clen] (a
+// holding at least the encapsulation header), copied once, into the
+// serdata: a message split around a large field is never joined first.
+int32_t rgd_write_parts(int32_t w, const void *a, uint32_t alen, const void *b, uint32_t blen, const void *c,
+			uint32_t clen, int64_t ts) {
+	struct rgd_sample s = {.data = a, .len = alen, .more = b, .more_len = blen, .last = c, .last_len = clen};
+	if (alen < 4 || rgd_sample_len(&s) == 0)
+		return DDS_RETCODE_BAD_PARAMETER;
 	return rgd.dds_write_ts(w, &s, ts);
 }
 

@@ -87,6 +87,11 @@ type EndpointOptions struct {
 	// as Cyclone does for rmw_cyclonedds_cpp. Other writers and readers
 	// ignore it.
 	LateJoinerLimit int
+	// IgnoreLocal keeps the endpoint from matching endpoints of its own
+	// participant (DDS_IGNORELOCAL_PARTICIPANT, what rmw_cyclonedds_cpp
+	// uses for ignore_local_publications): they neither count as matched
+	// nor exchange samples.
+	IgnoreLocal bool
 }
 
 // Sample is one message taken from a reader.

@@ -74,6 +74,34 @@ func (w *Writer) WriteAt(msg []byte, at time.Time) error {
 	return check("write to "+w.t.name, rc)
 }
 
+// WriteParts writes the message head, body, tail (head holding at least
+// the 4-byte encapsulation header), stamped now, copying the parts once,
+// straight into the sample: a message cut around a large field (a split
+// message's head and tail around its field's bytes) is not joined first.
+// The parts are copied before WriteParts returns.
+func (w *Writer) WriteParts(head, body, tail []byte) error {
+	n := uint64(len(head)) + uint64(len(body)) + uint64(len(tail))
+	if len(head) < 4 || n > math.MaxUint32-3 {
+		return fmt.Errorf("dds: write to %s: parts of %d, %d and %d bytes are no serialized message", w.t.name, len(head), len(body), len(tail))
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	rc := C.rgd_write_parts(w.handle, unsafe.Pointer(&head[0]), C.uint32_t(len(head)), first(body), C.uint32_t(len(body)),
+		first(tail), C.uint32_t(len(tail)), C.int64_t(time.Now().UnixNano()))
+	return check("write to "+w.t.name, rc)
+}
+
+// first is the address of b's first byte, nil for an empty b.
+func first(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
 // Matched is the number of readers matched now.
 func (w *Writer) Matched() (int, error) { return matched(&w.mu, &w.closed, w.handle, true) }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -60,6 +61,8 @@ type Gateway struct {
 	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
 	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
 	svcSerial int                // service mirrors made (their DDS client and service ids)
+
+	dg *ddsGraph // the graph both ways (graph.go, announce.go)
 }
 
 // Run runs the gateway until ctx is done. It fails at once when libddsc
@@ -112,16 +115,22 @@ func New(o Options) (*Gateway, error) {
 		led.close()
 		return nil, err
 	}
-	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery})
+	// USER_DATA as rmw_cyclonedds_cpp's participants have it: DDS nodes
+	// take a participant with an enclave for a ROS one.
+	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery, UserData: []byte("enclave=/;")})
 	if err != nil {
 		dom.Close()
 		led.close()
 		return nil, err
 	}
-	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
-	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
+	g := &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
 		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}, noted: map[string]bool{}, incompat: map[string]bool{},
-		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
+		svcIn: map[string]running{}, svcOut: map[string]running{}}
+	if err := g.openGraph(); err != nil {
+		return nil, errors.Join(fmt.Errorf("gateway: ros_discovery_info: %w", err), part.Close(), dom.Close(), led.close())
+	}
+	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
+	return g, nil
 }
 
 // Close stops every mirror and closes the participant and the domain.
@@ -132,6 +141,7 @@ func (g *Gateway) Close() error {
 	g.apply("from DDS", g.in, nil, nil)
 	g.apply(dirSvcIn, g.svcIn, nil, nil)
 	g.apply(dirSvcOut, g.svcOut, nil, nil)
+	g.closeGraph()
 	return errors.Join(g.part.Close(), g.dom.Close(), g.led.close())
 }
 
@@ -167,6 +177,7 @@ func (g *Gateway) Refresh() {
 		g.apply(dirSvcIn, g.svcIn, toRgaps, g.startSvcToRgaps)
 		g.apply(dirSvcOut, g.svcOut, toDDS, g.startSvcToDDS)
 	}
+	g.refreshGraph()
 }
 
 // The directions of service mirrors, as logged.

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
+	"github.com/rmw-rgaps/rmw_rgaps/typesupport/schema"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -33,15 +35,14 @@ const drainFor = 2 * time.Second
 type outMirror struct {
 	mirror
 	wr    *dds.Writer
-	sinks sinks // what the DDS readers keep (set by Refresh)
+	def   *schema.Message // the type's definition (split messages); nil: unknown
+	sinks sinks           // what the DDS readers keep (set by Refresh)
 
-	sub *zerocopy.Subscription // nil while none (owned by the run goroutine until it ends)
-
-	// Owned by the run goroutine:
-	written    map[zerocopy.GID]uint64 // per publisher, the last sequence written, not known acknowledged
-	acked      time.Time               // when the acknowledgements were last looked at
-	splitShown bool                    // a split message was logged
-	failShown  bool                    // a failure was logged
+	// Owned by the run goroutine (sub until it ends):
+	sub     *zerocopy.Subscription  // nil while none
+	buf     hostBuf                 // device payloads staged out
+	written map[zerocopy.GID]uint64 // per publisher, the last sequence written, not known acknowledged
+	acked   time.Time               // when the acknowledgements were last looked at
 }
 
 func (g *Gateway) startOut(name string, w want) (running, error) {
@@ -55,7 +56,8 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), wr: wr, written: map[zerocopy.GID]uint64{}}
+	m := &outMirror{mirror: newMirror(name, w, g.prefixOf("to DDS", name, w.typ)), wr: wr,
+		def: g.types.message(w.typ), buf: hostBuf{dom: g.dom}, written: map[zerocopy.GID]uint64{}}
 	if w.q.Durability == qos.DurabilityTransientLocal {
 		// Its history is for DDS readers yet to come: subscribed from the
 		// start, at the sources' depth.
@@ -72,6 +74,7 @@ func (g *Gateway) startOut(name string, w want) (running, error) {
 // then drains.
 func (m *outMirror) run(g *Gateway) {
 	defer close(m.done)
+	defer m.buf.close()
 	for !m.stopping() {
 		if !m.subscribed(g) {
 			continue
@@ -87,14 +90,11 @@ func (m *outMirror) run(g *Gateway) {
 			continue
 		}
 		if err != nil {
-			if !m.failShown {
-				g.log.Warn("taking from rgaps failed", "topic", m.name, "err", err)
-				m.failShown = true
-			}
+			m.warnOnce(g.log, "take", "taking from rgaps failed", "err", err)
 			time.Sleep(waitPeriod)
 			continue
 		}
-		m.forward(g, s)
+		m.carry(g, s)
 		if time.Since(m.acked) >= ackEvery {
 			m.checkpoint(g, ackWait)
 			m.unsubscribeIdle()
@@ -108,55 +108,43 @@ func (m *outMirror) run(g *Gateway) {
 		if err != nil {
 			break
 		}
-		m.forward(g, s)
+		m.carry(g, s)
 	}
 	m.checkpoint(g, time.Until(end))
 }
 
-// forward writes one sample to DDS (unless delivered before, per the
-// ledger) and returns it.
-func (m *outMirror) forward(g *Gateway, s *zerocopy.Sample) {
+// carry writes one sample to DDS (unless delivered before, per the
+// ledger, or nobody on DDS reads it) and returns it.
+func (m *outMirror) carry(g *Gateway, s *zerocopy.Sample) {
 	defer s.Return()
 	info := s.Info()
 	if g.led.delivered(srcRgaps, info.Publisher, info.Sequence) {
 		m.replayed.Add(1)
 		return
 	}
-	switch b := s.Bytes(); {
-	case s.Meta() != nil:
-		m.skipped.Add(1)
-		if !m.splitShown {
-			g.log.Warn("split messages (GPU loans) are not carried to DDS: skipped", "topic", m.name)
-			m.splitShown = true
-		}
-	case len(b) < m.prefix+4:
-		m.skipped.Add(1)
-	case !m.anyReader():
-		// Nobody on DDS reads it (the writer stays, so DDS nodes see
-		// the topic): a volatile message is not written at all.
-	default:
-		if err := m.writeHeld(b[m.prefix:]); err != nil {
-			m.skipped.Add(1)
-			if !m.failShown {
-				g.log.Warn("writing to DDS failed", "topic", m.name, "err", err)
-				m.failShown = true
-			}
-			return
-		}
-		m.carried.Add(1)
-		m.written[info.Publisher] = info.Sequence
+	// Nobody on DDS reads it (the writer stays, so DDS nodes see the
+	// topic): a volatile message is not written, nor copied, at all.
+	if !m.anyReader() {
+		return
 	}
+	if err := m.forwardHeld(s); err != nil {
+		m.skipped.Add(1)
+		m.warnOnce(g.log, errKey(err), "a message was not carried to DDS", "err", err)
+		return
+	}
+	m.carried.Add(1)
+	m.written[info.Publisher] = info.Sequence
 }
 
-// writeHeld writes msg; a KEEP_ALL mirror whose DDS readers hold it back
+// forwardHeld forwards s; a KEEP_ALL mirror whose DDS readers hold it back
 // (the write timed out: the writer's history is full of what they have
 // not acknowledged) tries again while it runs and for drainFor once it
 // was told to stop, holding its own subscription, and so the rgaps
 // publishers, back meanwhile.
-func (m *outMirror) writeHeld(msg []byte) error {
+func (m *outMirror) forwardHeld(s *zerocopy.Sample) error {
 	var until time.Time
 	for {
-		err := m.wr.Write(msg)
+		err := m.forward(s)
 		if err == nil || m.w.q.History != qos.HistoryKeepAll || !errors.Is(err, dds.ErrTimeout) {
 			return err
 		}
@@ -168,6 +156,22 @@ func (m *outMirror) writeHeld(msg []byte) error {
 			}
 		}
 	}
+}
+
+// forward writes one sample to DDS: its payload (without a plain type's
+// reserved bytes), or a split message joined (writeSplit).
+func (m *outMirror) forward(s *zerocopy.Sample) error {
+	if meta := s.Meta(); meta != nil {
+		return m.writeSplit(s, meta)
+	}
+	b, err := m.hostBytes(s)
+	if err != nil {
+		return err
+	}
+	if len(b) < m.prefix+4 {
+		return fmt.Errorf("%w: a %d-byte message", errMalformed, len(b))
+	}
+	return m.wr.Write(b[m.prefix:])
 }
 
 // checkpoint records in the ledger what was written, once every matched

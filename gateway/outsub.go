@@ -75,10 +75,7 @@ func (m *outMirror) subscribed(g *Gateway) bool {
 	}
 	sub, err := m.subscribe(g, depth)
 	if err != nil {
-		if !m.failShown {
-			g.log.Warn("subscribing in rgaps failed", "topic", m.name, "err", err)
-			m.failShown = true
-		}
+		m.warnOnce(g.log, "subscribe", "subscribing in rgaps failed", "err", err)
 		m.pause(waitPeriod)
 		return false
 	}
@@ -93,7 +90,10 @@ func (m *outMirror) subscribe(g *Gateway, depth uint32) (*zerocopy.Subscription,
 	if q.History == qos.HistoryKeepLast {
 		q.Depth = max(depth, 1)
 	}
-	return g.dom.NewSubscription(zerocopy.EndpointSpec{Topic: m.name, Type: m.w.typ, TypeHash: m.w.hash, Node: Node, QoS: q, Republish: true})
+	// MemoryAny: publishers make no copy for the gateway; it copies a
+	// device-only payload out itself, and only when it writes it.
+	return g.dom.NewSubscription(zerocopy.EndpointSpec{Topic: m.name, Type: m.w.typ, TypeHash: m.w.hash, Node: Node, QoS: q,
+		Memory: zerocopy.MemoryAny, Republish: true})
 }
 
 // unsubscribeIdle drops a volatile mirror's subscription once no DDS

@@ -222,13 +222,11 @@ func hashOf(ud []byte) zerocopy.TypeHash {
 	return h
 }
 
-// gatewayMark is in the USER_DATA of every DDS endpoint a gateway makes:
+// userData is the USER_DATA of a gateway's DDS endpoint of type hash h:
+// what ROS 2's DDS rmws give it (the hash when known) and gatewayMark
+// (discoveryinfo.go), which every DDS endpoint of a gateway carries, so
 // gateways leave each other's endpoints alone (ddsWants, serviceWants).
 // ROS 2's DDS rmws read only the keys they know.
-const gatewayMark = "rgapsgateway=1;"
-
-// userData is the USER_DATA of a gateway's DDS endpoint of type hash h:
-// what ROS 2's DDS rmws give it (the hash when known) and gatewayMark.
 func userData(h zerocopy.TypeHash) []byte {
 	if s := h.String(); s != "" {
 		return []byte("typehash=" + s + ";" + gatewayMark)

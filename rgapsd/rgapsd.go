@@ -69,7 +69,8 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 // withGateway runs the DDS gateway beside bridge.Run until ctx is done
 // (or the pool server idled out). The gateway starts first, so a missing
 // libddsc is an error at once; when a daemon for the domain serves the
-// GPU pools already, this process runs the gateway alone.
+// GPU pools already, this process runs the gateway alone. A status
+// socket of the gateway's own reports its graph (graph.go).
 func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Config, gw gateway.Options, log *slog.Logger, start time.Time) error {
 	engine.Prefix, engine.Domain = o.Pool.Prefix, o.Pool.Domain
 	gw.Engine, gw.Discovery, gw.Log = engine, discovery(os.Getenv), log.With("part", "dds")
@@ -87,6 +88,7 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	if err != nil {
 		return fmt.Errorf("DDS gateway: %w", err)
 	}
+	stopReport := reportGraph(engine, g, log)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan struct{})
@@ -102,6 +104,7 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	}
 	cancel()
 	<-served
+	stopReport()
 	if cerr := g.Close(); cerr != nil {
 		log.Warn("closing the DDS gateway", "err", cerr)
 	}
