@@ -122,9 +122,17 @@ func TestTwoGateways(t *testing.T) {
 	r, err := tout.NewReader(dds.EndpointOptions{QoS: q})
 	must(t, err)
 
+	var state string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last state: %s", state)
+		}
+	}()
 	testutil.Eventually(t, 30*time.Second, "every mirror and the bridge", func() bool {
 		nw, _ := w.Matched()
 		nr, _ := r.Matched()
+		state = fmt.Sprintf("DDS writer matched %d (want 2), DDS reader matched %d (want 1), host a's and b's subscriptions matched %d, %d (want 1 each), publisher matched %d (want 2)",
+			nw, nr, subsIn[0].Matched(), subsIn[1].Matched(), pub.Matched())
 		// pub: host a's gateway and bridge (host b's bridge publishes
 		// once the first message came)
 		return nw >= 2 && nr >= 1 && subsIn[0].Matched() >= 1 && subsIn[1].Matched() >= 1 && pub.Matched() >= 2
