@@ -503,10 +503,10 @@ func (b *Bridge) sendLocal(conns []*control.Conn, interest, graph bool) {
 	b.mu.Unlock()
 	for _, c := range conns {
 		if interest {
-			b.send(c, msgInterest, interestMsg{Topics: in})
+			b.sendStatement(c, msgInterest, interestMsg{Topics: in})
 		}
 		if graph {
-			b.send(c, msgGraph, g)
+			b.sendStatement(c, msgGraph, g)
 		}
 	}
 }
