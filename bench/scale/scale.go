@@ -138,9 +138,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, h.close()) }()
+	defer func() { err = errors.Join(err, h.Close()) }()
 	start := time.Now()
-	res = &Result{Machine: benchbridge.MachineInfo(), Provider: o.Provider, Netns: h.pair != nil, Pubs: o.Pubs, Idle: benchutil.Seconds(o.Idle)}
+	res = &Result{Machine: benchbridge.MachineInfo(), Provider: o.Provider, Netns: h.Netns(), Pubs: o.Pubs, Idle: benchutil.Seconds(o.Idle)}
 	pr := progress{w: o.Progress, total: len(o.Topics) * len(o.Subs), start: start}
 	k := 0
 	for _, t := range o.Topics {
@@ -183,11 +183,11 @@ func runCell(o Options, h *hosts, cell, topics, subs int, pr *progress) (c Cell,
 	}
 	var kids []*benche2e.Child
 	defer func() {
-		err = ds.withLogs(err)
-		err = errors.Join(err, benche2e.StopAll(kids, 30*time.Second, err != nil), ds.stop())
+		err = ds.WithLogs(err)
+		err = errors.Join(err, benche2e.StopAll(kids, 30*time.Second, err != nil), ds.Stop())
 	}()
 	start := func(i int, name, role string) (*benche2e.Child, error) {
-		k, err := h.child(i, ds.prefix[i], name, role)
+		k, err := h.child(i, ds.Prefix[i], name, role)
 		if err == nil {
 			kids = append(kids, k)
 		}
@@ -206,7 +206,7 @@ func runCell(o Options, h *hosts, cell, topics, subs int, pr *progress) (c Cell,
 	}
 	rssBase := [2]int64{}
 	for i := range rssBase {
-		rssBase[i], _ = readRSS(ds.pid(i))
+		rssBase[i], _ = readRSS(ds.Pid(i))
 	}
 	var subKids, pubKids []*benche2e.Child
 	for i := range subs {
@@ -279,14 +279,14 @@ func runCell(o Options, h *hosts, cell, topics, subs int, pr *progress) (c Cell,
 	pr.detail("idle")
 	time.Sleep(settle)
 	for i := range 2 {
-		m, err := readMem(ds.pid(i))
+		m, err := readMem(ds.Pid(i))
 		if err != nil {
 			return c, fmt.Errorf("daemon of host %c: %w", 'a'+i, err)
 		}
 		m.Base = rssBase[i]
 		c.Daemons[i] = DaemonStats{Mem: m}
 	}
-	idle, err := idleCPU([]int{ds.pid(0), ds.pid(1)}, o.Idle)
+	idle, err := idleCPU([]int{ds.Pid(0), ds.Pid(1)}, o.Idle)
 	if err != nil {
 		return c, err
 	}
