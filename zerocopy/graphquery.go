@@ -191,12 +191,7 @@ func (d *Domain) inspectSegment(name, topic string, alive map[shm.Owner]bool) (_
 			continue
 		}
 		o := shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}
-		a, ok := alive[o]
-		if !ok {
-			a = shm.Alive(o)
-			alive[o] = a
-		}
-		if !a {
+		if !aliveIn(alive, o) {
 			continue
 		}
 		q, _ := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))

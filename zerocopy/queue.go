@@ -488,6 +488,17 @@ func (t *Topic) repair() error {
 	return nil
 }
 
+// aliveIn reports whether o runs, looking each owner up once: alive
+// holds the answers so far (one pass of the janitor, one graph query).
+func aliveIn(alive map[shm.Owner]bool, o shm.Owner) bool {
+	a, ok := alive[o]
+	if !ok {
+		a = shm.Alive(o)
+		alive[o] = a
+	}
+	return a
+}
+
 // reclaimDead frees the slots of endpoints whose process has died. It takes
 // the lock itself and reports how many it reclaimed.
 func (t *Topic) reclaimDead() (int, error) { return t.reclaimDeadWith(map[shm.Owner]bool{}) }
@@ -516,12 +527,7 @@ func (t *Topic) reclaimDeadWith(alive map[shm.Owner]bool) (int, error) {
 			continue
 		}
 		o := shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}
-		a, ok := alive[o]
-		if !ok {
-			a = shm.Alive(o)
-			alive[o] = a
-		}
-		if !a {
+		if !aliveIn(alive, o) {
 			dead = append(dead, cand{slot, o})
 		}
 	}

@@ -75,47 +75,60 @@ func openDomain() (*zerocopy.Domain, error) {
 
 var scaleQoS = qos.Profile{History: qos.HistoryKeepLast, Depth: 4, Reliability: qos.ReliabilityReliable}
 
-// pubMain is a publisher process on host a: "open" creates a publisher
-// per topic, "publish" publishes one message on each topic as soon as
-// its publisher is matched (by host a's bridge subscription, once host
-// b's interest arrived).
-func pubMain(args []string) error {
+// serveEndpoints runs a publisher or subscriber process: "open" opens
+// the domain and one endpoint per topic [From, To) with open; every other
+// request goes to handle with them.
+func serveEndpoints[E interface{ Close() error }](open func(d *zerocopy.Domain, topic int) (E, error), handle func(r req, eps []E, from int) reply) error {
 	ctl, err := benche2e.ChildControl()
 	if err != nil {
 		return err
 	}
 	var d *zerocopy.Domain
-	var pubs []*zerocopy.Publisher
+	var eps []E
 	var from int
 	defer func() {
-		for _, p := range pubs {
-			p.Close()
+		for _, e := range eps {
+			e.Close()
 		}
 		if d != nil {
 			d.Close()
 		}
 	}()
 	return benche2e.Serve(ctl, func(r req) any {
-		switch r.Op {
-		case "open":
-			var err error
-			if d, err = openDomain(); err != nil {
-				return reply{Status: benche2e.Fail(err)}
-			}
-			from = r.From
-			for i := r.From; i < r.To; i++ {
-				p, err := d.NewPublisher(zerocopy.EndpointSpec{Topic: topicName(i), Type: msgType, Node: "/scale_pub", QoS: scaleQoS})
-				if err != nil {
-					return reply{Status: benche2e.Fail(fmt.Errorf("publisher %d: %w", i, err))}
-				}
-				pubs = append(pubs, p)
-			}
-			return reply{At: time.Now().UnixNano()}
-		case "publish":
-			err := publishMatched(pubs, from, r.Timeout)
-			return reply{Status: benche2e.Fail(err), At: time.Now().UnixNano()}
+		if r.Op != "open" {
+			return handle(r, eps, from)
 		}
-		return reply{Status: benche2e.Fail(fmt.Errorf("unknown op %q", r.Op))}
+		var err error
+		if d, err = openDomain(); err != nil {
+			return reply{Status: benche2e.Fail(err)}
+		}
+		from = r.From
+		for i := r.From; i < r.To; i++ {
+			e, err := open(d, i)
+			if err != nil {
+				return reply{Status: benche2e.Fail(fmt.Errorf("topic %s: %w", topicName(i), err))}
+			}
+			eps = append(eps, e)
+		}
+		return reply{At: time.Now().UnixNano()}
+	})
+}
+
+func unknownOp(r req) reply { return reply{Status: benche2e.Fail(fmt.Errorf("unknown op %q", r.Op))} }
+
+// pubMain is a publisher process on host a: "open" creates a publisher
+// per topic, "publish" publishes one message on each topic as soon as
+// its publisher is matched (by host a's bridge subscription, once host
+// b's interest arrived).
+func pubMain([]string) error {
+	return serveEndpoints(func(d *zerocopy.Domain, i int) (*zerocopy.Publisher, error) {
+		return d.NewPublisher(zerocopy.EndpointSpec{Topic: topicName(i), Type: msgType, Node: "/scale_pub", QoS: scaleQoS})
+	}, func(r req, pubs []*zerocopy.Publisher, from int) reply {
+		if r.Op != "publish" {
+			return unknownOp(r)
+		}
+		err := publishMatched(pubs, from, r.Timeout)
+		return reply{Status: benche2e.Fail(err), At: time.Now().UnixNano()}
 	})
 }
 
@@ -154,43 +167,15 @@ func publishMatched(pubs []*zerocopy.Publisher, from int, timeout time.Duration)
 // topics, "first" waits until every subscription has taken a message
 // (checked: the magic and its own topic) and answers when the last one
 // came.
-func subMain(args []string) error {
-	ctl, err := benche2e.ChildControl()
-	if err != nil {
-		return err
-	}
-	var d *zerocopy.Domain
-	var subs []*zerocopy.Subscription
-	var from int
-	defer func() {
-		for _, s := range subs {
-			s.Close()
+func subMain([]string) error {
+	return serveEndpoints(func(d *zerocopy.Domain, i int) (*zerocopy.Subscription, error) {
+		return d.NewSubscription(zerocopy.EndpointSpec{Topic: topicName(i), Type: msgType, Node: "/scale_sub", QoS: scaleQoS})
+	}, func(r req, subs []*zerocopy.Subscription, from int) reply {
+		if r.Op != "first" {
+			return unknownOp(r)
 		}
-		if d != nil {
-			d.Close()
-		}
-	}()
-	return benche2e.Serve(ctl, func(r req) any {
-		switch r.Op {
-		case "open":
-			var err error
-			if d, err = openDomain(); err != nil {
-				return reply{Status: benche2e.Fail(err)}
-			}
-			from = r.From
-			for i := r.From; i < r.To; i++ {
-				s, err := d.NewSubscription(zerocopy.EndpointSpec{Topic: topicName(i), Type: msgType, Node: "/scale_sub", QoS: scaleQoS})
-				if err != nil {
-					return reply{Status: benche2e.Fail(fmt.Errorf("subscription %d: %w", i, err))}
-				}
-				subs = append(subs, s)
-			}
-			return reply{At: time.Now().UnixNano()}
-		case "first":
-			at, err := firstMessages(subs, from, r.Timeout)
-			return reply{Status: benche2e.Fail(err), At: at}
-		}
-		return reply{Status: benche2e.Fail(fmt.Errorf("unknown op %q", r.Op))}
+		at, err := firstMessages(subs, from, r.Timeout)
+		return reply{Status: benche2e.Fail(err), At: at}
 	})
 }
 
@@ -258,7 +243,7 @@ func watchMain(args []string) error {
 	}
 	return benche2e.Serve(ctl, func(r req) any {
 		if r.Op != "wait" {
-			return reply{Status: benche2e.Fail(fmt.Errorf("unknown op %q", r.Op))}
+			return unknownOp(r)
 		}
 		seen, err := waitStatus(cfg, r.Kind, r.Count, r.Timeout)
 		return reply{Status: benche2e.Fail(err), At: time.Now().UnixNano(), Seen: seen}

@@ -22,12 +22,22 @@ typedef struct {
 	long iters;
 	int stop;
 	long long timeout_ns;
+	char err[256]; // the completion error's text, when there was one
 } rg_pair_tx;
 
 static long long rg_pair_now(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// rg_pair_cqerr turns -FI_EAVAIL into the error entry's code and text.
+static long long rg_pair_cqerr(struct fid_cq *cq, ssize_t n, char *msg, size_t msglen) {
+	if (n != -FI_EAVAIL)
+		return n;
+	void *ctx;
+	uint64_t flags;
+	return -rg_cq_readerr(cq, &ctx, &flags, msg, msglen);
 }
 
 // rg_pair_send returns the time of the first post, or a negative
@@ -46,14 +56,14 @@ static long long rg_pair_send(rg_pair_tx *b) {
 			return r;
 		ssize_t n = fi_cq_read(b->cq, e, 64);
 		if (n < 0 && n != -FI_EAGAIN)
-			return n;
+			return rg_pair_cqerr(b->cq, n, b->err, sizeof b->err);
 		if (rg_pair_now() > deadline)
 			return -FI_ETIMEDOUT;
 	}
 	while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
 		ssize_t n = fi_cq_read(b->cq, e, 64);
 		if (n < 0 && n != -FI_EAGAIN)
-			return n;
+			return rg_pair_cqerr(b->cq, n, b->err, sizeof b->err);
 		if (rg_pair_now() > deadline)
 			return -FI_ETIMEDOUT;
 	}
@@ -65,8 +75,8 @@ static long long rg_pair_send(rg_pair_tx *b) {
 }
 
 // rg_pair_recv returns the time the last of iters immediates was read,
-// or a negative libfabric error code.
-static long long rg_pair_recv(struct fid_cq *cq, long iters, long long timeout_ns) {
+// or a negative libfabric error code (its text in msg).
+static long long rg_pair_recv(struct fid_cq *cq, long iters, long long timeout_ns, char *msg, size_t msglen) {
 	struct fi_cq_data_entry e[64];
 	long got = 0;
 	long long last = 0, deadline = rg_pair_now() + timeout_ns;
@@ -78,7 +88,7 @@ static long long rg_pair_recv(struct fid_cq *cq, long iters, long long timeout_n
 					got++;
 			last = rg_pair_now();
 		} else if (n != -FI_EAGAIN) {
-			return n;
+			return rg_pair_cqerr(cq, n, msg, msglen);
 		} else if (rg_pair_now() > deadline) {
 			return -FI_ETIMEDOUT;
 		}
@@ -106,6 +116,7 @@ type BareReceiver struct {
 	p   *Provider
 	ln  transport.Listener
 	dst *Region
+	ep  *Endpoint // the sender's connection, once accepted
 }
 
 // ListenBare opens provider (tcp; opts.Node the local address) and
@@ -149,27 +160,35 @@ func (r *BareReceiver) Region() transport.RemoteRegion { return r.dst.Desc() }
 // receiver only once the sender's Send returned: the sender's last
 // completions need the connection.
 func (r *BareReceiver) Receive(iters int) (int64, error) {
+	if r.ep != nil {
+		return 0, errors.New("bare loop: the receiver took its sender already")
+	}
 	a, err := r.ln.Accept()
 	if err != nil {
 		return 0, err
 	}
 	e := a.(*Endpoint)
-	defer e.Close()
+	r.ep = e // closed by Close: the sender's last completions need it
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := drainSetUp(e.c, r.p); err != nil {
 		return 0, err
 	}
-	ns := C.rg_pair_recv(e.c.cq, C.long(iters), C.longlong(max(time.Duration(iters)*r.p.opts.Timeout/8, r.p.opts.Timeout)))
+	var msg [256]C.char
+	ns := C.rg_pair_recv(e.c.cq, C.long(iters), C.longlong(max(time.Duration(iters)*r.p.opts.Timeout/8, r.p.opts.Timeout)), &msg[0], C.size_t(len(msg)))
 	if ns < 0 {
-		return 0, fiError("bare fi_writedata loop (receiver)", int(-ns), "")
+		return 0, fiError("bare fi_writedata loop (receiver)", int(-ns), C.GoString(&msg[0]))
 	}
 	return int64(ns), nil
 }
 
-// Close closes the listener, the region and the provider.
+// Close closes the connection, the listener, the region and the provider.
 func (r *BareReceiver) Close() error {
-	return errors.Join(r.ln.Close(), r.dst.Close(), r.p.Close())
+	var err error
+	if r.ep != nil {
+		err = r.ep.Close()
+	}
+	return errors.Join(err, r.ln.Close(), r.dst.Close(), r.p.Close())
 }
 
 // drainSetUp retires the operations of c's connection set-up (shm's
@@ -266,7 +285,7 @@ func (s *BareSender) Send(iters int, remote transport.RemoteRegion, stop <-chan 
 	close(stopped)
 	<-exited // b is freed on return
 	if ns < 0 {
-		return 0, fiError("bare fi_writedata loop (sender)", int(-ns), "")
+		return 0, fiError("bare fi_writedata loop (sender)", int(-ns), C.GoString(&b.err[0]))
 	}
 	return int64(ns), nil
 }
