@@ -92,7 +92,7 @@ func TestScaleQuick(t *testing.T) {
 			t.Errorf("cell %d: no first-message time", i)
 		}
 		for h, d := range c.Daemons {
-			if d.Mem.RSS <= 0 || d.Mem.HWM < d.Mem.RSS || d.Mem.Base <= 0 || d.Mem.Threads <= 0 || d.IdleCPU < 0 {
+			if d.Mem.RSS <= 0 || d.Mem.HWM < d.Mem.RSS || d.Mem.Base <= 0 || d.Mem.Threads <= 0 || d.IdleCPU < 0 || d.BaseIdleCPU < 0 {
 				t.Errorf("cell %d, daemon %c: %+v", i, 'a'+h, d)
 			}
 		}
@@ -141,6 +141,9 @@ func TestScaleCommand(t *testing.T) {
 	if _, err := ParseArgs([]string{"-subs", "0"}, &bytes.Buffer{}); !errors.Is(err, zerocopy.ErrInvalid) {
 		t.Fatalf("-subs 0: %v", err)
 	}
+	if c, err := ParseArgs([]string{"-ring", "8MiB"}, &bytes.Buffer{}); err != nil || c.Options.RingSize != 8<<20 {
+		t.Fatalf("-ring 8MiB: %v %d", err, c.Options.RingSize)
+	}
 	// The real command, as rgaps-bench runs it (options it cannot take
 	// from flags come through the test hooks of Run's defaults).
 	out := filepath.Join(t.TempDir(), "scale.json")
@@ -149,7 +152,7 @@ func TestScaleCommand(t *testing.T) {
 		x.Exe, x.ChildArgs, x.ChildEnv, x.Prefix = o.Exe, o.ChildArgs, o.ChildEnv, o.Prefix
 	}
 	defer func() { testHook = nil }()
-	args := []string{"-quick", "-idle", "200ms", "-q", "-json", out}
+	args := []string{"-quick", "-idle", "200ms", "-ring", "4MiB", "-q", "-json", out}
 	if o.Loopback {
 		args = append(args, "-loopback")
 	}
@@ -164,7 +167,7 @@ func TestScaleCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil || len(r.Cells) != 1 || r.Cells[0].Topics != QuickTopics[0] {
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Cells) != 1 || r.Cells[0].Topics != QuickTopics[0] || r.RingSize != 4<<20 {
 		t.Fatalf("JSON: %v %+v", err, r)
 	}
 	noSegments(t, o.Prefix)

@@ -40,6 +40,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	idle := fs.Duration("idle", DefaultIdle, "how long each daemon's idle CPU time is measured")
 	timeout := fs.Duration("timeout", DefaultTimeout, "limit of every step (set-up, discovery, delivery)")
 	provider := fs.String("provider", DefaultProvider, "the bridges' data transport: fabric:tcp or tcp")
+	ring := fs.String("ring", "", "the daemons' -ring-size (default: theirs, 64MiB)")
 	loopback := fs.Bool("loopback", false, "both hosts in this network namespace over 127.0.0.1 (no root needed)")
 	quick := fs.Bool("quick", false, "one tiny cell (10 topics, 2 subscriber processes, 1 publisher process, -idle 1s) unless given")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
@@ -65,6 +66,14 @@ flags:`)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o := Options{Pubs: *pubs, Idle: *idle, Timeout: *timeout, Provider: *provider, Loopback: *loopback}
 	var err error
+	if *ring != "" {
+		if o.RingSize, err = zerocopy.ParseSize(strings.TrimSuffix(*ring, "B")); err != nil {
+			o.RingSize, err = zerocopy.ParseSize(*ring)
+		}
+		if err != nil || o.RingSize == 0 {
+			return c, fmt.Errorf("%w: -ring %q", zerocopy.ErrInvalid, *ring)
+		}
+	}
 	if o.Topics, err = benchutil.ParseInts(*topics); err != nil {
 		return c, fmt.Errorf("%w: -topics: %v", zerocopy.ErrInvalid, err)
 	}

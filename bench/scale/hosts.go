@@ -2,6 +2,7 @@ package benchscale
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	benche2e "github.com/rmw-rgaps/rmw_rgaps/bench/e2e"
@@ -40,7 +41,16 @@ var poolEnv = []string{"RGAPS_POOL_SIZE=4MiB"}
 func (h *hosts) startDaemons(o Options, cell int) (*benchhosts.Daemons, error) {
 	return h.StartDaemons(benchhosts.DaemonConfig{Exe: o.Exe, Tag: fmt.Sprintf("scale%d", cell),
 		Prefix: [2]string{fmt.Sprintf("%s%da", o.Prefix, cell), fmt.Sprintf("%s%db", o.Prefix, cell)},
-		Env:    append(append([]string{}, o.DaemonEnv...), poolEnv...), Flags: []string{"-provider", o.Provider}})
+		Env:    append(append([]string{}, o.DaemonEnv...), poolEnv...), Flags: daemonFlags(o)})
+}
+
+// daemonFlags are the daemons' flags: the provider, the ring size if set.
+func daemonFlags(o Options) []string {
+	f := []string{"-provider", o.Provider}
+	if o.RingSize != 0 {
+		f = append(f, "-ring-size", strconv.FormatUint(o.RingSize, 10))
+	}
+	return f
 }
 
 // child starts role on host i with the host's prefix.

@@ -23,6 +23,7 @@ type Result struct {
 	Machine  benchbridge.Machine `json:"machine"`
 	Command  string              `json:"command,omitempty"` // set by Command
 	Provider string              `json:"provider"`
+	RingSize uint64              `json:"ring_size,omitempty"` // the daemons' -ring-size (0: default)
 	// Netns: the hosts were two network namespaces joined by a veth pair
 	// (false: both on loopback in this namespace).
 	Netns   bool              `json:"netns"`
@@ -58,8 +59,11 @@ type Cell struct {
 // DaemonStats is one daemon after the messages arrived.
 type DaemonStats struct {
 	Mem Mem `json:"mem"`
-	// IdleCPU is its CPU time over the idle window, % of one core.
-	IdleCPU float64 `json:"idle_cpu_pct"`
+	// IdleCPU is its CPU time over the idle window, % of one core;
+	// BaseIdleCPU the same once the daemons had connected, before any
+	// endpoint (what an idle daemon costs whatever its topics).
+	IdleCPU     float64 `json:"idle_cpu_pct"`
+	BaseIdleCPU float64 `json:"base_idle_cpu_pct"`
 }
 
 func secs(s benchutil.Seconds) string {
@@ -77,10 +81,14 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	if !r.Netns {
 		where = "this network namespace twice, over 127.0.0.1"
 	}
+	ring := "default options (ring 64 MiB)"
+	if r.RingSize != 0 {
+		ring = "-ring-size " + benchutil.FormatSize(int(r.RingSize))
+	}
 	fmt.Fprintf(w, "Two emulated hosts (%s; separate shared-memory prefixes), rgapsd on each (`rgaps-bench daemon`, "+
-		"provider %s, default options). Host a: %d publisher processes sharing the topics; host b: the subscriber processes, "+
+		"provider %s, %s). Host a: %d publisher processes sharing the topics; host b: the subscriber processes, "+
 		"each subscribing to every topic (RELIABLE, KEEP_LAST 4, 64-byte messages). Every cell starts fresh daemons.\n\n",
-		where, r.Provider, r.Pubs)
+		where, r.Provider, ring, r.Pubs)
 	m := r.Machine
 	t := benchutil.Table{Head: []string{"machine", ""}}
 	t.Rows = [][]string{
@@ -109,13 +117,14 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Daemons: memory (MiB) and idle CPU\n\n"+
 		"After the first messages: VmRSS (of it: RssAnon, the heap and stacks; RssShmem, mapped /dev/shm pages of topic "+
 		"segments and rings), VmHWM (peak), and VmRSS once the daemons had connected, before any endpoint (base). "+
-		"Idle CPU: user + system time over %s with no traffic, after a %s pause, %% of one core.\n\n",
+		"Idle CPU: user + system time over %s with no traffic, after a %s pause, %% of one core; base: the same "+
+		"once the daemons had connected, before any endpoint.\n\n",
 		time.Duration(r.Idle), settle)
-	t = benchutil.Table{Head: []string{"topics", "sub procs", "host", "RSS", "anon", "shmem", "peak", "base", "threads", "idle CPU"}, Align: "rrlrrrrrrr"}
+	t = benchutil.Table{Head: []string{"topics", "sub procs", "host", "RSS", "anon", "shmem", "peak", "base", "threads", "idle CPU", "base idle CPU"}, Align: "rrlrrrrrrrr"}
 	for _, c := range r.Cells {
 		for i, d := range c.Daemons {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(c.Topics), strconv.Itoa(c.SubProcs), string(rune('a' + i)),
-				mib(d.Mem.RSS), mib(d.Mem.Anon), mib(d.Mem.Shmem), mib(d.Mem.HWM), mib(d.Mem.Base), strconv.Itoa(d.Mem.Threads), pctStr(d.IdleCPU)})
+				mib(d.Mem.RSS), mib(d.Mem.Anon), mib(d.Mem.Shmem), mib(d.Mem.HWM), mib(d.Mem.Base), strconv.Itoa(d.Mem.Threads), pctStr(d.IdleCPU), pctStr(d.BaseIdleCPU)})
 		}
 	}
 	t.Write(w)

@@ -53,6 +53,10 @@ type Options struct {
 	Timeout time.Duration
 	// Provider is the bridges' data transport (fabric:tcp).
 	Provider string
+	// RingSize is the daemons' -ring-size (0: their default, 64 MiB): the
+	// reader faults its ring in when the link comes up, so it is part of
+	// each daemon's RSS.
+	RingSize uint64
 	// Loopback runs both hosts in this network namespace over 127.0.0.1
 	// (separate shared-memory prefixes) instead of two namespaces joined
 	// by a veth pair (which need root).
@@ -140,7 +144,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	defer func() { err = errors.Join(err, h.Close()) }()
 	start := time.Now()
-	res = &Result{Machine: benchbridge.MachineInfo(), Provider: o.Provider, Netns: h.Netns(), Pubs: o.Pubs, Idle: benchutil.Seconds(o.Idle)}
+	res = &Result{Machine: benchbridge.MachineInfo(), Provider: o.Provider, RingSize: o.RingSize, Netns: h.Netns(), Pubs: o.Pubs, Idle: benchutil.Seconds(o.Idle)}
 	pr := progress{w: o.Progress, total: len(o.Topics) * len(o.Subs), start: start}
 	k := 0
 	for _, t := range o.Topics {
@@ -207,6 +211,11 @@ func runCell(o Options, h *hosts, cell, topics, subs int, pr *progress) (c Cell,
 	rssBase := [2]int64{}
 	for i := range rssBase {
 		rssBase[i], _ = readRSS(ds.Pid(i))
+	}
+	pr.detail("idle before any endpoint")
+	baseIdle, err := idleCPU([]int{ds.Pid(0), ds.Pid(1)}, o.Idle)
+	if err != nil {
+		return c, err
 	}
 	var subKids, pubKids []*benche2e.Child
 	for i := range subs {
@@ -291,7 +300,7 @@ func runCell(o Options, h *hosts, cell, topics, subs int, pr *progress) (c Cell,
 		return c, err
 	}
 	for i := range 2 {
-		c.Daemons[i].IdleCPU = idle[i]
+		c.Daemons[i].IdleCPU, c.Daemons[i].BaseIdleCPU = idle[i], baseIdle[i]
 	}
 	return c, nil
 }
