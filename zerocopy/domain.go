@@ -230,18 +230,25 @@ const janitorAudits = 64
 // janitor reclaims endpoints of dead processes on the topics this process
 // has open, dead nodes in the graph, and drives deadline status. Each pass
 // audits the topics whose turn it is and ticks the local endpoints of
-// every topic whose endpoints changed or that has a deadline to watch.
+// every topic whose endpoints changed (none while the graph generation
+// stands still) or that has a deadline to watch.
 func (d *Domain) janitor(prefix string) {
 	defer close(d.done)
 	tick := time.NewTicker(d.cfg.JanitorPeriod)
 	defer tick.Stop()
 	clashGen := d.graph.Load().generation() - 1
+	tickGen := clashGen // the graph generation the last ticks saw
 	for pass := uint32(0); ; pass++ {
 		select {
 		case <-d.stop:
 			return
 		case <-tick.C:
 		}
+		// Every endpoint change on this host moves the graph generation:
+		// while it stands still, only topics with deadlines need ticks.
+		gen := d.graph.Load().generation()
+		moved := gen != tickGen
+		tickGen = gen
 		topics := d.holdTopics()
 		turns := uint32(max(1, (len(topics)+janitorAudits-1)/janitorAudits))
 		alive := map[shm.Owner]bool{} // processes judged in this pass
@@ -254,6 +261,9 @@ func (d *Domain) janitor(prefix string) {
 				t.mu.Lock()
 				quiet := t.deadlines == 0
 				t.mu.Unlock()
+				if quiet && !moved {
+					return
+				}
 				gen := t.generation.Load()
 				if quiet && gen == t.tickedGen {
 					return
