@@ -16,6 +16,10 @@ type Mem struct {
 	Anon  int64 `json:"rss_anon_kib"`  // RssAnon: the Go heap, stacks, C allocations
 	Shmem int64 `json:"rss_shmem_kib"` // RssShmem: mapped /dev/shm pages (topic segments, rings)
 	File  int64 `json:"rss_file_kib"`  // RssFile: the binary and libraries
+	// PSS is the proportional set size (/proc/PID/smaps_rollup): shared
+	// pages divided among the processes that map them (the topics'
+	// pages are mapped by their publishers and subscribers too).
+	PSS int64 `json:"pss_kib"`
 	// Base is VmRSS once the daemons had connected, before any endpoint.
 	Base    int64 `json:"base_rss_kib"`
 	Threads int   `json:"threads"`
@@ -58,6 +62,15 @@ func readMem(pid int) (Mem, error) {
 	}
 	if m.RSS == 0 {
 		return m, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Pss:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					m.PSS, _ = strconv.ParseInt(f[0], 10, 64)
+				}
+			}
+		}
 	}
 	return m, nil
 }

@@ -115,16 +115,16 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	t.Write(w)
 
 	fmt.Fprintf(w, "\n## Daemons: memory (MiB) and idle CPU\n\n"+
-		"After the first messages: VmRSS (of it: RssAnon, the heap and stacks; RssShmem, mapped /dev/shm pages of topic "+
-		"segments and rings), VmHWM (peak), and VmRSS once the daemons had connected, before any endpoint (base). "+
+		"After the first messages: VmRSS (of it: RssAnon, the heap, the stacks and the ring the daemon reads, which it faults in "+
+		"when the link comes up; RssShmem, the pages of topic segments it maps), PSS (shared pages divided among the processes that map them), VmHWM (peak), and VmRSS once the daemons had connected, before any endpoint (base). "+
 		"Idle CPU: user + system time over %s with no traffic, after a %s pause, %% of one core; base: the same "+
 		"once the daemons had connected, before any endpoint.\n\n",
 		time.Duration(r.Idle), settle)
-	t = benchutil.Table{Head: []string{"topics", "sub procs", "host", "RSS", "anon", "shmem", "peak", "base", "threads", "idle CPU", "base idle CPU"}, Align: "rrlrrrrrrrr"}
+	t = benchutil.Table{Head: []string{"topics", "sub procs", "host", "RSS", "anon", "shmem", "PSS", "peak", "base", "threads", "idle CPU", "base idle CPU"}, Align: "rrlrrrrrrrrr"}
 	for _, c := range r.Cells {
 		for i, d := range c.Daemons {
 			t.Rows = append(t.Rows, []string{strconv.Itoa(c.Topics), strconv.Itoa(c.SubProcs), string(rune('a' + i)),
-				mib(d.Mem.RSS), mib(d.Mem.Anon), mib(d.Mem.Shmem), mib(d.Mem.HWM), mib(d.Mem.Base), strconv.Itoa(d.Mem.Threads), pctStr(d.IdleCPU), pctStr(d.BaseIdleCPU)})
+				mib(d.Mem.RSS), mib(d.Mem.Anon), mib(d.Mem.Shmem), mib(d.Mem.PSS), mib(d.Mem.HWM), mib(d.Mem.Base), strconv.Itoa(d.Mem.Threads), pctStr(d.IdleCPU), pctStr(d.BaseIdleCPU)})
 		}
 	}
 	t.Write(w)
