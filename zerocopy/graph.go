@@ -56,7 +56,13 @@ const (
 	nCRC           = 32
 	nName, nNS     = 64, 320
 	nEnclave       = 576
-	defaultNodeCap = 256
+	// defaultNodeCap is the node slots of a graph segment this build
+	// makes (1 MiB): the nodes of every process of the host (a ROS
+	// process has at least one; 256 subscriber processes and their
+	// publisher need 257). The number is in the header, so segments of
+	// another capacity (256, made by earlier builds, kept until removed)
+	// are used as they are.
+	defaultNodeCap = 1024
 )
 
 // graph is one mapping of the domain's graph segment. A Domain uses one at
@@ -95,7 +101,7 @@ func openGraph(cfg Config) (*graph, error) {
 			if err != nil {
 				return nil, fmt.Errorf("creating graph segment: %w", err)
 			}
-			// One per domain and host, 260 KiB: committed whole, so that
+			// One per domain and host, 1 MiB: committed whole, so that
 			// no node registration can fault on a full /dev/shm.
 			if err = seg.Commit(0, uint64(size)); err != nil {
 				seg.Close()
@@ -358,7 +364,8 @@ func (g *graph) insert(info NodeInfo) (uint32, error) {
 		g.changed()
 		return i, nil
 	}
-	return 0, fmt.Errorf("domain %d: all %d node slots in use", g.cfg.Domain, g.maxNodes)
+	return 0, fmt.Errorf("%w: domain %d: all %d node slots of the graph segment are in use (the nodes of every process of this host)",
+		ErrTooManyNodes, g.cfg.Domain, g.maxNodes)
 }
 
 // reclaimDead frees the slots of nodes whose process died.

@@ -165,3 +165,42 @@ func TestManySubscriberProcesses(t *testing.T) {
 	}
 	t.Logf("endpoint %d: %v", limit+1, err)
 }
+
+// A graph segment this build makes holds 1024 nodes (a ROS process has at
+// least one: 256 subscriber processes and their publisher need 257); the
+// next registration fails with ErrTooManyNodes, and closing a node frees
+// its slot.
+func TestNodeTable(t *testing.T) {
+	d, err := Open(Config{Domain: 12, PoolSize: 1 << 20, JanitorPeriod: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var nodes []*NodeHandle
+	defer func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}()
+	for i := range defaultNodeCap {
+		n, err := d.RegisterNode(fmt.Sprintf("n%d", i), "/scale", "/")
+		if err != nil {
+			t.Fatalf("node %d of %d: %v", i+1, defaultNodeCap, err)
+		}
+		nodes = append(nodes, n)
+	}
+	if all, err := d.Nodes(); err != nil || len(all) != defaultNodeCap {
+		t.Fatalf("%d nodes listed (%v), want %d", len(all), err, defaultNodeCap)
+	}
+	_, err = d.RegisterNode("one_more", "/scale", "/")
+	if !errors.Is(err, ErrTooManyNodes) || !strings.Contains(err.Error(), strconv.Itoa(defaultNodeCap)) {
+		t.Fatalf("node %d: %v, want ErrTooManyNodes naming %d", defaultNodeCap+1, err, defaultNodeCap)
+	}
+	nodes[7].Close()
+	nodes = append(nodes[:7], nodes[8:]...)
+	n, err := d.RegisterNode("one_more", "/scale", "/")
+	if err != nil {
+		t.Fatalf("a freed slot: %v", err)
+	}
+	nodes = append(nodes, n)
+}
