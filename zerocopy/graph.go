@@ -41,21 +41,21 @@ import (
 // that found the damage fails with ErrCorrupt; later calls work on the new
 // segment.
 const (
-	GraphVersion   = 2
-	graphMagic     = "RGAPSGRF"
-	gMaxNodes      = 12
-	gTotal         = 16
-	gCRC           = 24
-	gStaticEnd     = 32
-	gLock          = 64
-	gGeneration    = 128
-	gNodesOff      = 4096
-	nodeStride     = 1024
-	nState, nPid   = 0, 4
-	nStart, nGID   = 8, 16
-	nCRC           = 32
-	nName, nNS     = 64, 320
-	nEnclave       = 576
+	GraphVersion = 2
+	graphMagic   = "RGAPSGRF"
+	gMaxNodes    = 12
+	gTotal       = 16
+	gCRC         = 24
+	gStaticEnd   = 32
+	gLock        = 64
+	gGeneration  = 128
+	gNodesOff    = 4096
+	nodeStride   = 1024
+	nState, nPid = 0, 4
+	nStart, nGID = 8, 16
+	nCRC         = 32
+	nName, nNS   = 64, 320
+	nEnclave     = 576
 	// defaultNodeCap is the node slots of a graph segment this build
 	// makes (1 MiB): the nodes of every process of the host (a ROS
 	// process has at least one; 256 subscriber processes and their
