@@ -191,6 +191,9 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if err := checkMemory(spec.Memory, kind); err != nil {
+		return nil, err
+	}
 	if len(spec.Node) >= nameMax {
 		return nil, fmt.Errorf("%w: node name %q too long", ErrInvalid, spec.Node)
 	}
@@ -216,7 +219,7 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if _, err := t.reclaimDead(); err != nil {
 		return nil, err
 	}
-	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.historyOnDevice() {
+	if spec.Memory == MemoryHost && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.historyOnDevice() {
 		// A host reader of a GPU topic's history that holds samples only
 		// on the device needs host copies made under the lock: set CUDA up
 		// now, outside it. Without a GPU those samples are counted as lost.

@@ -50,11 +50,14 @@ type EndpointInfo struct {
 // host-shm (host bytes in shared memory), host-shm-mapped (a GPU endpoint
 // reading a host pool in place over PCIe), gpu-pool (device pointers into the
 // shared GPU pool), gpu-pool+host-copy (a host endpoint of a GPU topic: one
-// host copy per message, shared by all host readers).
+// host copy per message, shared by all host readers), gpu-pool-any-form (a
+// MemoryAny subscription of a GPU topic: the form each sample has).
 func endpointPath(k PoolKind, f endpointFlags) string {
 	switch {
 	case k == PoolGPU && f&flagWantsDevice != 0:
 		return "gpu-pool"
+	case k == PoolGPU && f&(flagWantsHost|flagWantsDevice) == 0:
+		return "gpu-pool-any-form"
 	case k == PoolGPU:
 		return "gpu-pool+host-copy"
 	case f&flagWantsDevice != 0:
@@ -199,8 +202,11 @@ func (d *Domain) inspectSegment(name, topic string, alive map[shm.Owner]bool) (_
 		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
 			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid, Start: o.Start,
 			Path: endpointPath(t.lay.poolKind, fl), Pool: t.lay.poolKind, Republish: fl&flagRepublish != 0}
-		if fl&flagWantsDevice != 0 {
+		switch {
+		case fl&flagWantsDevice != 0:
 			ep.Memory = MemoryGPU
+		case fl&flagWantsHost == 0 && ep.Kind == KindSubscription:
+			ep.Memory = MemoryAny
 		}
 		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
 		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
