@@ -6,7 +6,10 @@
 // over the same libfabric provider, a transport-level WriteImm loop into a
 // ring-sized region, and the bridge over the plain TCP transport; and the
 // bridge's variants (write-twice, watermark 1/4, per-topic rings) against
-// its default.
+// its default. With -netns (RunNetns) the hosts are two network
+// namespaces joined by a veth pair, each with rgapsd as a process of its
+// own and the publisher and subscriber as processes in them, and the bare
+// loop runs between a sender and a receiver process in the namespaces.
 //
 // It owns its private shared-memory prefixes and removes every segment of
 // them when a run ends; it never touches another prefix. Numbers are

@@ -274,16 +274,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			}
 		}
 	}
-	if res.BareNote != "" {
-		res.Bare = nil
-	}
-	for i := range res.Variants {
-		for j := range res.Variants[i].Cells {
-			res.Variants[i].Cells[j].finish()
-		}
-	}
-	res.Elapsed = benchutil.Seconds(time.Since(start))
-	res.Machine.LoadEnd = loadAvg()
+	res.finish(start)
 	return res, nil
 }
 
