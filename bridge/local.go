@@ -1,14 +1,7 @@
 package bridge
 
 import (
-	"encoding/json"
-	"fmt"
-	"net"
-	"os"
 	"sort"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -76,45 +69,15 @@ func (b *Bridge) Status() Status {
 // serveStatus answers one JSON Status per connection, to processes of
 // this user (or root).
 func (b *Bridge) serveStatus() error {
-	cfg := b.dom.Config()
-	ln, err := net.Listen("unix", status.Socket(cfg))
+	ln, err := status.Listen(status.Socket(b.dom.Config()))
 	if err != nil {
-		return fmt.Errorf("status socket: %w", err)
+		return err
 	}
 	b.statusLn = ln
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			b.answerStatus(c.(*net.UnixConn))
-		}
+		status.Serve(ln, b.Status, b.log)
 	}()
 	return nil
-}
-
-func (b *Bridge) answerStatus(c *net.UnixConn) {
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if err != nil || cred == nil || (cred.Uid != 0 && int(cred.Uid) != os.Getuid()) {
-		b.log.Warn("status query refused: other user", "uid", credUID(cred))
-		return
-	}
-	json.NewEncoder(c).Encode(b.Status())
-}
-
-func credUID(c *unix.Ucred) int {
-	if c == nil {
-		return -1
-	}
-	return int(c.Uid)
 }

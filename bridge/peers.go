@@ -101,8 +101,9 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 	sc.DeadAfter = b.opts.Control.DeadAfter
 	var cur *control.Conn
 	var host string
+	var parts partial // statements of cur arriving in parts
 	sc.OnUp = func(c *control.Conn, h control.Hello) {
-		cur, host = c, h.HostID
+		cur, host, parts = c, h.HostID, partial{}
 		if !b.peerUp(host, c) {
 			cur = nil // refused: closed, its messages are dropped
 			c.Close()
@@ -112,7 +113,7 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 		if cur == nil {
 			return
 		}
-		if err := b.handle(host, cur, t, payload); err != nil {
+		if err := b.handle(host, cur, &parts, t, payload); err != nil {
 			b.mu.Lock()
 			if p := b.peers[host]; p != nil {
 				p.refused++
@@ -250,51 +251,34 @@ func (b *Bridge) offerTopicRingsLocked(p *peer) []func() {
 	return out
 }
 
-// handle processes one control message from a peer.
-func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload []byte) error {
+// handle processes one control message from a peer; parts holds the
+// connection's statements in assembly (msgPart).
+func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.MsgType, payload []byte) error {
 	switch t {
 	case msgInterest:
 		var m interestMsg
 		if err := control.Decode(payload, &m); err != nil {
 			return err
 		}
-		if err := m.validate(); err != nil {
-			return err
-		}
-		in := map[string]topicInterest{}
-		for _, ti := range m.Topics {
-			in[ti.Topic] = ti
-		}
-		b.mu.Lock()
-		if p := b.peers[host]; p != nil {
-			p.interest = in
-			b.adjustWritersLocked()
-		}
-		b.mu.Unlock()
+		return b.applyInterest(host, m)
 	case msgGraph:
 		var g graphMsg
 		if err := control.Decode(payload, &g); err != nil {
 			return err
 		}
-		if err := g.validate(); err != nil {
+		return b.applyGraph(host, g)
+	case msgPart:
+		var p statementPart
+		if err := control.Decode(payload, &p); err != nil {
 			return err
 		}
-		for _, ep := range g.Endpoints {
-			if _, err := qos.Decode(ep.QoS); err != nil {
-				return fmt.Errorf("%w: endpoint %s of %s: %v", control.ErrProtocol, ep.GID, ep.Topic, err)
-			}
-		}
-		b.mu.Lock()
-		changed := false
-		if p := b.peers[host]; p != nil {
-			changed = !reflect.DeepEqual(p.graph, g)
-			p.graph = g
-		}
-		b.mu.Unlock()
-		if changed {
-			// Local graph guard conditions wake up and re-read the graph
-			// (wait_for_service, wait_for_matched across hosts).
-			b.dom.NotifyGraphChanged()
+		switch of, whole, err := parts.addPart(&p); {
+		case err != nil:
+			return err
+		case of == msgInterest:
+			return b.applyInterest(host, whole.(interestMsg))
+		case of == msgGraph:
+			return b.applyGraph(host, whole.(graphMsg))
 		}
 	case msgRingOffer:
 		var o ringOffer
@@ -357,6 +341,51 @@ func (b *Bridge) handle(host string, c *control.Conn, t control.MsgType, payload
 		}
 	default:
 		return fmt.Errorf("%w: unknown message type %d", control.ErrProtocol, t)
+	}
+	return nil
+}
+
+// applyInterest takes a peer's interest statement (whole, or assembled
+// from its parts).
+func (b *Bridge) applyInterest(host string, m interestMsg) error {
+	if err := m.validate(); err != nil {
+		return err
+	}
+	in := make(map[string]topicInterest, len(m.Topics))
+	for _, ti := range m.Topics {
+		in[ti.Topic] = ti
+	}
+	b.mu.Lock()
+	if p := b.peers[host]; p != nil {
+		p.interest = in
+		b.adjustWritersLocked()
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// applyGraph takes a peer's graph statement (whole, or assembled from its
+// parts).
+func (b *Bridge) applyGraph(host string, g graphMsg) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	for _, ep := range g.Endpoints {
+		if _, err := qos.Decode(ep.QoS); err != nil {
+			return fmt.Errorf("%w: endpoint %s of %s: %v", control.ErrProtocol, ep.GID, ep.Topic, err)
+		}
+	}
+	b.mu.Lock()
+	changed := false
+	if p := b.peers[host]; p != nil {
+		changed = !reflect.DeepEqual(p.graph, g)
+		p.graph = g
+	}
+	b.mu.Unlock()
+	if changed {
+		// Local graph guard conditions wake up and re-read the graph
+		// (wait_for_service, wait_for_matched across hosts).
+		b.dom.NotifyGraphChanged()
 	}
 	return nil
 }

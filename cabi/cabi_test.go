@@ -36,6 +36,7 @@ var engineSentinels = map[string]struct {
 	"ErrTooLarge":         {zerocopy.ErrTooLarge, TooLarge},
 	"ErrTooManyLoans":     {zerocopy.ErrTooManyLoans, Limit},
 	"ErrTooManyEndpoints": {zerocopy.ErrTooManyEndpoints, Limit},
+	"ErrTooManyNodes":     {zerocopy.ErrTooManyNodes, Limit},
 	"ErrNoSpace":          {zerocopy.ErrNoSpace, NoSpace},
 	"ErrUntrusted":        {zerocopy.ErrUntrusted, Untrusted},
 	"ErrClosed":           {zerocopy.ErrClosed, Closed},

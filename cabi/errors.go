@@ -103,6 +103,7 @@ var engineErrors = []struct {
 	{zerocopy.ErrTypeMismatch, TypeMismatch},
 	{zerocopy.ErrTooManyLoans, Limit},
 	{zerocopy.ErrTooManyEndpoints, Limit},
+	{zerocopy.ErrTooManyNodes, Limit},
 	{zerocopy.ErrCorrupt, Corrupt},
 	{zerocopy.ErrVersion, Corrupt},
 	{zerocopy.ErrNoSpace, NoSpace},

@@ -260,6 +260,9 @@ func TestRoundTripTwoProcesses(t *testing.T) {
 	for _, m := range msgs {
 		must(t, w.Write(m))
 	}
+	if acked, err := w.WaitForAcks(30 * time.Second); err != nil || !acked {
+		t.Errorf("the child's reader did not acknowledge every message: %v %v", acked, err)
+	}
 	for i, m := range msgs {
 		s := takeOne(t, r)
 		if !bytes.Equal(s.Data, m) {
@@ -268,10 +271,98 @@ func TestRoundTripTwoProcesses(t *testing.T) {
 		if s.Writer == (GUID{}) || s.Writer.Prefix() == p.GUID().Prefix() {
 			t.Errorf("message %d back from writer %v: not the child's", i, s.Writer)
 		}
+		// Over the wire, a sample carries its writer's sequence number
+		// (the 4 MiB one came in fragments).
+		if s.Seq != int64(i+1) {
+			t.Errorf("message %d back: writer sequence number %d, want %d", i, s.Seq, i+1)
+		}
 	}
 	must(t, r.Close()) // the child leaves when its writer has no reader left
 	if err := child.Wait(30 * time.Second); err != nil {
 		t.Fatalf("child: %v\n%s", err, child.Stderr())
+	}
+}
+
+// A reader that asks more than a writer offers (RELIABLE of a
+// BEST_EFFORT writer, TRANSIENT_LOCAL of a VOLATILE one) does not match
+// it, and both report the policy in their incompatible-QoS status; a
+// sample of a writer of this process has no sequence number.
+func TestIncompatibleQoS(t *testing.T) {
+	requireDDS(t)
+	p := openTest(t)
+	for i, c := range []struct {
+		w, r qos.Profile
+		pol  qos.Policy
+	}{
+		{w: qos.Profile{Reliability: qos.ReliabilityBestEffort}, r: qos.Profile{Reliability: qos.ReliabilityReliable}, pol: qos.PolicyReliability},
+		{w: qos.Profile{Durability: qos.DurabilityVolatile}, r: qos.Profile{Durability: qos.DurabilityTransientLocal}, pol: qos.PolicyDurability},
+	} {
+		tp, err := p.Topic(fmt.Sprintf("/rgaps_incompat%d", i), "rgaps_test/msg/Blob")
+		must(t, err)
+		w, err := tp.NewWriter(EndpointOptions{QoS: c.w})
+		must(t, err)
+		r, err := tp.NewReader(EndpointOptions{QoS: c.r})
+		must(t, err)
+		testutil.Eventually(t, 10*time.Second, "incompatible QoS reported", func() bool {
+			ri, err1 := r.Incompatible()
+			wi, err2 := w.Incompatible()
+			return err1 == nil && err2 == nil && ri.Total == 1 && wi.Total == 1 && ri.LastPolicy == c.pol && wi.LastPolicy == c.pol
+		})
+		if n, _ := r.Matched(); n != 0 {
+			t.Errorf("case %d: an incompatible writer matched", i)
+		}
+		ok, err := w.WaitForAcks(0)
+		if err != nil || !ok {
+			t.Errorf("case %d: a writer with no reader has nothing unacknowledged: %v %v", i, ok, err)
+		}
+		must(t, w.Close())
+		must(t, r.Close())
+	}
+	tp, err := p.Topic("/rgaps_incompat_ok", "rgaps_test/msg/Blob")
+	must(t, err)
+	w, err := tp.NewWriter(EndpointOptions{QoS: qos.Default()})
+	must(t, err)
+	r, err := tp.NewReader(EndpointOptions{QoS: qos.Default()})
+	must(t, err)
+	waitMatched(t, "reader", r.Matched)
+	must(t, w.Write(stringCDR("local")))
+	if s := takeOne(t, r); s.Seq != 0 {
+		t.Errorf("a sample handed over in this process has sequence number %d, want 0 (unknown)", s.Seq)
+	}
+	if ri, _ := r.Incompatible(); ri.Total != 0 {
+		t.Errorf("compatible endpoints report %+v", ri)
+	}
+}
+
+// A TRANSIENT_LOCAL KEEP_ALL writer keeps every message for late joiners,
+// or its last LateJoinerLimit ones.
+func TestLateJoinerLimit(t *testing.T) {
+	requireDDS(t)
+	p := openTest(t)
+	q := qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.ReliabilityReliable, Durability: qos.DurabilityTransientLocal}
+	for _, limit := range []int{0, 100} {
+		tp, err := p.Topic(fmt.Sprintf("/rgaps_late_joiners%d", limit), "rgaps_test/msg/Blob")
+		must(t, err)
+		w, err := tp.NewWriter(EndpointOptions{QoS: q, LateJoinerLimit: limit})
+		must(t, err)
+		const n = 300
+		for i := range n {
+			must(t, w.Write(stringCDR(strconv.Itoa(i))))
+		}
+		r, err := tp.NewReader(EndpointOptions{QoS: q})
+		must(t, err)
+		want := n
+		if limit > 0 {
+			want = limit
+		}
+		for i := n - want; i < n; i++ {
+			if s := takeOne(t, r); !bytes.Equal(s.Data, stringCDR(strconv.Itoa(i))) {
+				t.Fatalf("limit %d: late joiner got %q, want message %d", limit, s.Data[8:], i)
+			}
+		}
+		if s, ok, _ := r.Take(); ok {
+			t.Errorf("limit %d: late joiner got %q more", limit, s.Data[8:])
+		}
 	}
 }
 

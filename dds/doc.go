@@ -33,7 +33,9 @@
 // bytes it padded in the two low bits of the encapsulation header's
 // options (as XTypes specifies and Cyclone's serializer does), and a
 // reader drops that many bytes and clears the bits, so a message comes out
-// as it went in. A writer that records nothing (rmw_cyclonedds_cpp writes
+// as it went in. A fragmented sample arrives at the size the writer's
+// serdata reports (ours: the exact length, not a multiple of 4 when it was
+// padded), and is not cut then. A writer that records nothing (rmw_cyclonedds_cpp writes
 // options 0) delivers its padding: up to 3 zero bytes after the message,
 // which CDR decoders ignore.
 //

@@ -90,14 +90,20 @@ func specOf(p qos.Profile, writer bool) (C.struct_rgd_qos_spec, error) {
 	return s, nil
 }
 
-// newQos is the dds_qos_t of p with user data ud; free it with
-// C.rgd_qos_free.
-func newQos(p qos.Profile, ud []byte, writer bool) (*C.dds_qos_t, error) {
-	s, err := specOf(p, writer)
+// newQos is the dds_qos_t of an endpoint with options o (for a writer,
+// its late-joiner limit too); free it with C.rgd_qos_free.
+func newQos(o EndpointOptions, writer bool) (*C.dds_qos_t, error) {
+	s, err := specOf(o.QoS, writer)
 	if err != nil {
 		return nil, err
 	}
-	b, n := cbytes(ud)
+	if writer && o.LateJoinerLimit > 0 {
+		s.tl_depth = C.int32_t(min(o.LateJoinerLimit, math.MaxInt32))
+	}
+	if o.IgnoreLocal {
+		s.ignore_local = 1
+	}
+	b, n := cbytes(o.UserData)
 	return C.rgd_qos_new(&s, b, n), nil
 }
 
@@ -132,6 +138,28 @@ func profileOf(s *C.struct_rgd_qos_spec) qos.Profile {
 		p.Liveliness = qos.LivelinessUnknown
 	}
 	return p
+}
+
+// policyOf is the ROS policy of a DDS QoS policy id (DDS_*_QOS_POLICY_ID),
+// qos.PolicyInvalid for those ROS has no name for.
+func policyOf(id int32) qos.Policy {
+	switch id {
+	case 0:
+		return qos.PolicyNone
+	case C.DDS_DURABILITY_QOS_POLICY_ID:
+		return qos.PolicyDurability
+	case C.DDS_DEADLINE_QOS_POLICY_ID:
+		return qos.PolicyDeadline
+	case C.DDS_LIVELINESS_QOS_POLICY_ID:
+		return qos.PolicyLiveliness
+	case C.DDS_RELIABILITY_QOS_POLICY_ID:
+		return qos.PolicyReliability
+	case C.DDS_HISTORY_QOS_POLICY_ID:
+		return qos.PolicyHistory
+	case C.DDS_LIFESPAN_QOS_POLICY_ID:
+		return qos.PolicyLifespan
+	}
+	return qos.PolicyInvalid
 }
 
 // actualQoS is the QoS entity e has, as a ROS profile, and its user data.

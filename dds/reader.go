@@ -8,6 +8,7 @@ package dds
 import "C"
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,7 @@ type Reader struct {
 
 // NewReader creates a reader on t with o's QoS and user data.
 func (t *Topic) NewReader(o EndpointOptions) (*Reader, error) {
-	q, err := newQos(o.QoS, o.UserData, false)
+	q, err := newQos(o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +72,14 @@ func (r *Reader) Topic() *Topic { return r.t }
 
 // Take takes the oldest message; false when there is none.
 func (r *Reader) Take() (Sample, bool, error) {
+	return r.TakeTo(func(n int) []byte { return make([]byte, n) })
+}
+
+// TakeTo takes the oldest message like Take, copying it into memory the
+// caller gives: buf(n) returns at least n bytes (a buffer reused from one
+// message to the next, memory outside the Go heap), and Sample.Data is
+// their first n. A buffer shorter than n drops the message with an error.
+func (r *Reader) TakeTo(buf func(n int) []byte) (Sample, bool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -80,11 +89,17 @@ func (r *Reader) Take() (Sample, bool, error) {
 	var size C.uint32_t
 	var ts C.int64_t
 	var pubh C.uint64_t
-	n := C.rgd_take(r.handle, &sd, &size, &ts, &pubh)
+	var seq C.int64_t
+	n := C.rgd_take(r.handle, &sd, &size, &ts, &pubh, &seq)
 	if err := check("take from "+r.t.name, n); err != nil || n == 0 {
 		return Sample{}, false, err
 	}
-	s := Sample{Data: make([]byte, int(size)), SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh)}
+	data := buf(int(size))
+	if len(data) < int(size) {
+		C.rgd_copy_unref(sd, nil, 0)
+		return Sample{}, false, fmt.Errorf("dds: take from %s: a %d-byte message for a %d-byte buffer: dropped", r.t.name, size, len(data))
+	}
+	s := Sample{Data: data[:size:size], SourceTime: time.Unix(0, int64(ts)), Writer: r.writerGUID(pubh), Seq: int64(seq)}
 	var dst unsafe.Pointer
 	if size > 0 {
 		dst = unsafe.Pointer(&s.Data[0])
@@ -133,6 +148,12 @@ func (r *Reader) Wait(timeout time.Duration) (bool, error) {
 
 // Matched is the number of writers matched now.
 func (r *Reader) Matched() (int, error) { return matched(&r.mu, &r.closed, r.handle, false) }
+
+// Incompatible is the reader's requested-incompatible-QoS status: the
+// writers it did not match for their QoS.
+func (r *Reader) Incompatible() (Incompatible, error) {
+	return incompatible(&r.mu, &r.closed, r.handle, false)
+}
 
 // QoS is the reader's actual QoS and user data.
 func (r *Reader) QoS() (qos.Profile, []byte, error) {

@@ -23,6 +23,8 @@ struct rgd_qos_spec {
 	int64_t lifespan;
 	int64_t max_blocking; // reliability max blocking time (writers)
 	int32_t writer;       // 1: writer QoS (no auto-dispose, durability service)
+	int32_t tl_depth;     // writers, TRANSIENT_LOCAL KEEP_ALL: samples kept for late joiners (0: all)
+	int32_t ignore_local; // 1: match no endpoint of the same participant
 };
 
 // rgd_ep is one discovered endpoint, pointing into a loaned built-in sample
@@ -56,9 +58,13 @@ int32_t rgd_create_raw_topic(int32_t pp, const char *topic, const char *type);
 int32_t rgd_create_writer(int32_t pp, int32_t topic, const dds_qos_t *q);
 int32_t rgd_create_reader(int32_t pp, int32_t topic, const dds_qos_t *q);
 int32_t rgd_matched(int32_t e, int32_t writer, uint32_t *count);
+int32_t rgd_incompatible(int32_t e, int32_t writer, uint32_t *total, int32_t *policy);
+int32_t rgd_wait_for_acks(int32_t w, int64_t timeout_ns);
 
 int32_t rgd_write(int32_t w, const void *buf, uint32_t len, int64_t ts);
-int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh);
+int32_t rgd_write_parts(int32_t w, const void *a, uint32_t alen, const void *b, uint32_t blen, const void *c,
+			uint32_t clen, int64_t ts);
+int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh, int64_t *seq);
 void rgd_copy_unref(void *sd, void *buf, uint32_t size);
 int32_t rgd_publication_guid(int32_t r, uint64_t ih, uint8_t *out);
 

@@ -34,7 +34,10 @@ dds_qos_t *rgd_qos_new(const struct rgd_qos_spec *s, const void *ud, size_t udle
 	rgd.dds_qset_durability(q, s->durability);
 	if (s->writer) {
 		rgd.dds_qset_writer_data_lifecycle(q, false);
-		if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL)
+		if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL && s->history == DDS_HISTORY_KEEP_ALL && s->tl_depth > 0)
+			rgd.dds_qset_durability_service(q, 0, DDS_HISTORY_KEEP_LAST, s->tl_depth, DDS_LENGTH_UNLIMITED,
+							DDS_LENGTH_UNLIMITED, DDS_LENGTH_UNLIMITED);
+		else if (s->durability == DDS_DURABILITY_TRANSIENT_LOCAL)
 			rgd.dds_qset_durability_service(q, 0, s->history, s->depth, DDS_LENGTH_UNLIMITED,
 							DDS_LENGTH_UNLIMITED, DDS_LENGTH_UNLIMITED);
 	}
@@ -45,6 +48,8 @@ dds_qos_t *rgd_qos_new(const struct rgd_qos_spec *s, const void *ud, size_t udle
 		rgd.dds_qset_lifespan(q, s->lifespan);
 	dds_data_representation_id_t xcdr1 = DDS_DATA_REPRESENTATION_XCDR1;
 	rgd.dds_qset_data_representation(q, 1, &xcdr1);
+	if (s->ignore_local)
+		rgd.dds_qset_ignorelocal(q, DDS_IGNORELOCAL_PARTICIPANT);
 	if (udlen)
 		rgd.dds_qset_userdata(q, ud, udlen);
 	return q;
@@ -112,6 +117,27 @@ int32_t rgd_matched(int32_t e, int32_t writer, uint32_t *count) {
 	}
 	return rc;
 }
+
+// rgd_incompatible reports how many endpoints of the other kind e did not
+// match for incompatible QoS (offered, writer != 0; requested otherwise),
+// and the DDS policy id of the last one.
+int32_t rgd_incompatible(int32_t e, int32_t writer, uint32_t *total, int32_t *policy) {
+	int32_t rc;
+	if (writer) {
+		dds_offered_incompatible_qos_status_t st;
+		if ((rc = rgd.dds_get_offered_incompatible_qos_status(e, &st)) == 0)
+			*total = st.total_count, *policy = (int32_t)st.last_policy_id;
+	} else {
+		dds_requested_incompatible_qos_status_t st;
+		if ((rc = rgd.dds_get_requested_incompatible_qos_status(e, &st)) == 0)
+			*total = st.total_count, *policy = (int32_t)st.last_policy_id;
+	}
+	return rc;
+}
+
+// rgd_wait_for_acks waits up to timeout_ns until every matched reliable
+// reader acknowledged what w wrote: 0, DDS_RETCODE_TIMEOUT, or an error.
+int32_t rgd_wait_for_acks(int32_t w, int64_t timeout_ns) { return rgd.dds_wait_for_acks(w, timeout_ns); }
 
 int32_t rgd_publication_guid(int32_t r, uint64_t ih, uint8_t *out) {
 	dds_builtintopic_endpoint_t *ep = rgd.dds_get_matched_publication_data(r, ih);

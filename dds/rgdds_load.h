@@ -17,6 +17,7 @@
 	X(dds_qset_durability_service) X(dds_qset_liveliness)                  \
 	X(dds_qset_deadline) X(dds_qset_lifespan) X(dds_qset_userdata)         \
 	X(dds_qset_writer_data_lifecycle) X(dds_qset_data_representation)      \
+	X(dds_qset_ignorelocal)                                                \
 	X(dds_qget_history) X(dds_qget_reliability) X(dds_qget_durability)     \
 	X(dds_qget_liveliness) X(dds_qget_deadline) X(dds_qget_lifespan)       \
 	X(dds_qget_userdata)                                                   \
@@ -27,6 +28,8 @@
 	X(dds_get_subscription_matched_status)                                 \
 	X(dds_create_readcondition) X(dds_create_waitset) X(dds_waitset_attach) \
 	X(dds_waitset_wait) X(dds_waitset_set_trigger)                         \
+	X(dds_wait_for_acks) X(dds_get_requested_incompatible_qos_status)      \
+	X(dds_get_offered_incompatible_qos_status)                             \
 	X(ddsi_sertype_init_flags) X(ddsi_sertype_fini) X(ddsi_serdata_init)   \
 	X(ddsi_sertype_v0)
 

@@ -15,16 +15,40 @@
 #define RGAPS_DDS_SERDATA_H
 #include <string.h>
 #include "dds/ddsi/q_radmin.h"
+#include "dds/ddsi/q_protocol.h"
 
+// An application sample: the message is data[0:len], followed, when
+// written, by more[0:more_len] and last[0:last_len] (a message written in
+// parts, rgd_write_parts; taken samples have data only).
 struct rgd_sample {
 	const unsigned char *data;
 	uint32_t len;
+	const unsigned char *more, *last;
+	uint32_t more_len, last_len;
 };
+
+// rgd_sample_len is the sample's message length: its parts' total, or 0
+// when that does not fit a uint32_t (no message has it).
+static uint32_t rgd_sample_len(const struct rgd_sample *s) {
+	uint64_t n = (uint64_t)s->len + s->more_len + s->last_len;
+	return n > UINT32_MAX - 3u ? 0 : (uint32_t)n;
+}
+
+// rgd_sample_copy copies the sample's parts to dst, in order.
+static void rgd_sample_copy(const struct rgd_sample *s, unsigned char *dst) {
+	if (s->len)
+		memcpy(dst, s->data, s->len);
+	if (s->more_len)
+		memcpy(dst + s->len, s->more, s->more_len);
+	if (s->last_len)
+		memcpy(dst + s->len + s->more_len, s->last, s->last_len);
+}
 
 struct rgd_serdata {
 	struct ddsi_serdata c;
 	uint32_t size; // bytes of the message, header included
 	unsigned char *data;
+	int64_t seq; // the writer's sequence number, when received (0: unknown)
 };
 
 static struct ddsi_serdata_ops rgd_serdata_ops;
@@ -53,14 +77,18 @@ static struct rgd_serdata *rgd_sd_new(const struct ddsi_sertype *t, enum ddsi_se
 	return d;
 }
 
-// rgd_sd_trim applies a received header's padding count.
+// rgd_sd_trim applies a received header's padding count. Only a size
+// that is a multiple of 4 holds padding: a DATA submessage carries the
+// padded bytes, but a fragmented sample arrives at the size the writer's
+// serdata reported (DATAFRAG's sample size), which for ours is the exact
+// length, so its bits are cleared and nothing is cut.
 static void rgd_sd_trim(struct rgd_serdata *d) {
 	if (d->size < 4)
 		return;
 	uint32_t pad = d->data[3] & 3u;
-	if (pad && d->size - 4 >= pad) {
+	d->data[3] &= (unsigned char)~3u;
+	if (pad && d->size % 4 == 0 && d->size - 4 >= pad) {
 		d->size -= pad;
-		d->data[3] &= (unsigned char)~3u;
 		memset(d->data + d->size, 0, pad);
 	}
 }
@@ -85,10 +113,25 @@ static struct rgd_serdata *rgd_sd_for_ser(const struct ddsi_sertype *t, enum dds
 	return rgd_sd_new(t, k, (uint32_t)size);
 }
 
+// rgd_frag_seq is the writer sequence number of the DATA or DATA_FRAG
+// submessage a received fragment came in (0 when there is none). DDSI
+// validated the submessage and put its fields in native byte order before
+// handing the data over.
+static int64_t rgd_frag_seq(const struct nn_rdata *frag) {
+	if (!frag || !frag->rmsg || frag->submsg_zoff == 0)
+		return 0;
+	const Data_DataFrag_common_t *sm = (const void *)NN_RMSG_PAYLOADOFF(frag->rmsg, NN_RDATA_SUBMSG_OFF(frag));
+	if (sm->smhdr.submessageId != SMID_DATA && sm->smhdr.submessageId != SMID_DATA_FRAG)
+		return 0;
+	int64_t sn = ((int64_t)sm->writerSN.high << 32) | sm->writerSN.low;
+	return sn > 0 ? sn : 0;
+}
+
 static struct ddsi_serdata *rgd_sd_from_ser(const struct ddsi_sertype *t, enum ddsi_serdata_kind k, const struct nn_rdata *frag, size_t size) {
 	struct rgd_serdata *d = rgd_sd_for_ser(t, k, size);
 	if (!d || k != SDK_DATA)
 		return d ? &d->c : NULL;
+	d->seq = rgd_frag_seq(frag);
 	// Fragments arrive in order but may overlap: copy what each adds.
 	uint32_t off = 0;
 	for (; frag && off < size; frag = frag->nextfrag) {
@@ -140,13 +183,14 @@ static struct ddsi_serdata *rgd_sd_from_sample(const struct ddsi_sertype *t, enu
 		struct rgd_serdata *d = rgd_sd_new(t, k, 0);
 		return d ? &d->c : NULL;
 	}
-	if (s->len < 4)
+	uint32_t n = rgd_sample_len(s);
+	if (n < 4 || s->len < 4) // the encapsulation header is in the first part
 		return NULL;
-	struct rgd_serdata *d = rgd_sd_new(t, k, s->len);
+	struct rgd_serdata *d = rgd_sd_new(t, k, n);
 	if (!d)
 		return NULL;
-	memcpy(d->data, s->data, s->len);
-	d->data[3] = (unsigned char)((d->data[3] & ~3u) | (rgd_align4(s->len) - s->len));
+	rgd_sample_copy(s, d->data);
+	d->data[3] = (unsigned char)((d->data[3] & ~3u) | (rgd_align4(n) - n));
 	return &d->c;
 }
 
@@ -182,6 +226,8 @@ static bool rgd_sd_to_sample(const struct ddsi_serdata *dc, void *sample, void *
 		memcpy(p, d->data, d->size);
 	s->data = p;
 	s->len = d->size;
+	s->more = s->last = NULL;
+	s->more_len = s->last_len = 0;
 	return true;
 }
 
@@ -191,11 +237,8 @@ static struct ddsi_serdata *rgd_sd_to_untyped(const struct ddsi_serdata *dc) {
 }
 
 static bool rgd_sd_untyped_to_sample(const struct ddsi_sertype *t, const struct ddsi_serdata *d, void *sample, void **bufptr, void *buflim) {
-	if (sample) {
-		struct rgd_sample *s = sample;
-		s->data = NULL;
-		s->len = 0;
-	}
+	if (sample)
+		memset(sample, 0, sizeof(struct rgd_sample));
 	return true;
 }
 
@@ -242,14 +285,15 @@ static bool rgd_st_equal(const struct ddsi_sertype *a, const struct ddsi_sertype
 static uint32_t rgd_st_hash(const struct ddsi_sertype *t) { return 0; }
 
 static size_t rgd_st_serialized_size(const struct ddsi_sertype *t, const void *sample) {
-	return ((const struct rgd_sample *)sample)->len;
+	return rgd_sample_len(sample);
 }
 
 static bool rgd_st_serialize_into(const struct ddsi_sertype *t, const void *sample, void *dst, size_t dst_size) {
 	const struct rgd_sample *s = sample;
-	if (dst_size < s->len)
+	uint32_t n = rgd_sample_len(s);
+	if (n == 0 || dst_size < n)
 		return false;
-	memcpy(dst, s->data, s->len);
+	rgd_sample_copy(s, dst);
 	return true;
 }
 
@@ -308,10 +352,23 @@ int32_t rgd_write(int32_t w, const void *buf, uint32_t len, int64_t ts) {
 	return rgd.dds_write_ts(w, &s, ts);
 }
 
+// rgd_write_parts writes the message a[0:alen] b[0:blen] c[0:clen] (a
+// holding at least the encapsulation header), copied once, into the
+// serdata: a message split around a large field is never joined first.
+int32_t rgd_write_parts(int32_t w, const void *a, uint32_t alen, const void *b, uint32_t blen, const void *c,
+			uint32_t clen, int64_t ts) {
+	struct rgd_sample s = {.data = a, .len = alen, .more = b, .more_len = blen, .last = c, .last_len = clen};
+	if (alen < 4 || rgd_sample_len(&s) == 0)
+		return DDS_RETCODE_BAD_PARAMETER;
+	return rgd.dds_write_ts(w, &s, ts);
+}
+
 // rgd_take takes the next valid sample as a serdata reference (skipping
-// invalid ones: instance state changes carry no data). Returns 1, 0 when
-// none is left, or a negative return code.
-int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh) {
+// invalid ones: instance state changes carry no data), with its source
+// timestamp, publication handle and writer sequence number (0 when not
+// known: a sample of this process's own writers). Returns 1, 0 when none
+// is left, or a negative return code.
+int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pubh, int64_t *seq) {
 	for (;;) {
 		struct ddsi_serdata *d = NULL;
 		dds_sample_info_t si;
@@ -326,6 +383,7 @@ int32_t rgd_take(int32_t r, void **sd, uint32_t *size, int64_t *ts, uint64_t *pu
 		*size = d->ops->get_size(d);
 		*ts = si.source_timestamp;
 		*pubh = si.publication_handle;
+		*seq = d->ops == &rgd_serdata_ops ? ((struct rgd_serdata *)d)->seq : 0;
 		return 1;
 	}
 }

@@ -36,20 +36,27 @@ func (t *Topic) NewReader(o EndpointOptions) (*Reader, error) { return nil, errN
 
 type Writer struct{}
 
-func (w *Writer) GUID() GUID                             { return GUID{} }
-func (w *Writer) Topic() *Topic                          { return nil }
-func (w *Writer) Write(msg []byte) error                 { return errNoDDS }
-func (w *Writer) WriteAt(msg []byte, at time.Time) error { return errNoDDS }
-func (w *Writer) Matched() (int, error)                  { return 0, errNoDDS }
-func (w *Writer) QoS() (qos.Profile, []byte, error)      { return qos.Profile{}, nil, errNoDDS }
-func (w *Writer) Close() error                           { return ErrClosed }
+func (w *Writer) GUID() GUID                               { return GUID{} }
+func (w *Writer) Topic() *Topic                            { return nil }
+func (w *Writer) Write(msg []byte) error                   { return errNoDDS }
+func (w *Writer) WriteAt(msg []byte, at time.Time) error   { return errNoDDS }
+func (w *Writer) WriteParts(head, body, tail []byte) error { return errNoDDS }
+func (w *Writer) Matched() (int, error)                    { return 0, errNoDDS }
+func (w *Writer) Incompatible() (Incompatible, error)      { return Incompatible{}, errNoDDS }
+func (w *Writer) WaitForAcks(time.Duration) (bool, error)  { return false, errNoDDS }
+func (w *Writer) QoS() (qos.Profile, []byte, error)        { return qos.Profile{}, nil, errNoDDS }
+func (w *Writer) Close() error                             { return ErrClosed }
 
 type Reader struct{}
 
-func (r *Reader) GUID() GUID                               { return GUID{} }
-func (r *Reader) Topic() *Topic                            { return nil }
-func (r *Reader) Take() (Sample, bool, error)              { return Sample{}, false, errNoDDS }
+func (r *Reader) GUID() GUID                  { return GUID{} }
+func (r *Reader) Topic() *Topic               { return nil }
+func (r *Reader) Take() (Sample, bool, error) { return Sample{}, false, errNoDDS }
+func (r *Reader) TakeTo(buf func(n int) []byte) (Sample, bool, error) {
+	return Sample{}, false, errNoDDS
+}
 func (r *Reader) Wait(timeout time.Duration) (bool, error) { return false, errNoDDS }
 func (r *Reader) Matched() (int, error)                    { return 0, errNoDDS }
+func (r *Reader) Incompatible() (Incompatible, error)      { return Incompatible{}, errNoDDS }
 func (r *Reader) QoS() (qos.Profile, []byte, error)        { return qos.Profile{}, nil, errNoDDS }
 func (r *Reader) Close() error                             { return ErrClosed }

@@ -81,6 +81,17 @@ type EndpointOptions struct {
 	// UserData is the endpoint's USER_DATA QoS; ROS 2's rmws put
 	// "typehash=RIHS01_<64 hex>;" there.
 	UserData []byte
+	// LateJoinerLimit bounds what a TRANSIENT_LOCAL KEEP_ALL writer keeps
+	// for late joiners to its last LateJoinerLimit messages (DDS's
+	// durability service history); 0 keeps every message it ever wrote,
+	// as Cyclone does for rmw_cyclonedds_cpp. Other writers and readers
+	// ignore it.
+	LateJoinerLimit int
+	// IgnoreLocal keeps the endpoint from matching endpoints of its own
+	// participant (DDS_IGNORELOCAL_PARTICIPANT, what rmw_cyclonedds_cpp
+	// uses for ignore_local_publications): they neither count as matched
+	// nor exchange samples.
+	IgnoreLocal bool
 }
 
 // Sample is one message taken from a reader.
@@ -94,6 +105,21 @@ type Sample struct {
 	// Writer is the GUID of the writer that wrote it (zero if the writer
 	// was gone before the sample was taken).
 	Writer GUID
+	// Seq is the writer's sequence number of the sample (DDSI's writerSN:
+	// 1, 2, … in the order written, the same when a transient-local
+	// writer sends it again to a late joiner), read from the DATA
+	// submessage it arrived in; 0 when it did not arrive over the wire (a
+	// writer of this process: Cyclone hands those over in memory).
+	Seq int64
+}
+
+// Incompatible is an endpoint's incompatible-QoS status: how many
+// endpoints of the other kind it did not match because their QoS and its
+// own are incompatible (a reader's requested, a writer's offered status),
+// and the policy of the last one.
+type Incompatible struct {
+	Total      int
+	LastPolicy qos.Policy
 }
 
 // Endpoint is a writer or reader seen through DDS discovery (local ones

@@ -8,6 +8,7 @@ package dds
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -29,7 +30,7 @@ type Writer struct {
 
 // NewWriter creates a writer on t with o's QoS and user data.
 func (t *Topic) NewWriter(o EndpointOptions) (*Writer, error) {
-	q, err := newQos(o.QoS, o.UserData, true)
+	q, err := newQos(o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +74,58 @@ func (w *Writer) WriteAt(msg []byte, at time.Time) error {
 	return check("write to "+w.t.name, rc)
 }
 
+// WriteParts writes the message head, body, tail (head holding at least
+// the 4-byte encapsulation header), stamped now, copying the parts once,
+// straight into the sample: a message cut around a large field (a split
+// message's head and tail around its field's bytes) is not joined first.
+// The parts are copied before WriteParts returns.
+func (w *Writer) WriteParts(head, body, tail []byte) error {
+	n := uint64(len(head)) + uint64(len(body)) + uint64(len(tail))
+	if len(head) < 4 || n > math.MaxUint32-3 {
+		return fmt.Errorf("dds: write to %s: parts of %d, %d and %d bytes are no serialized message", w.t.name, len(head), len(body), len(tail))
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	rc := C.rgd_write_parts(w.handle, unsafe.Pointer(&head[0]), C.uint32_t(len(head)), first(body), C.uint32_t(len(body)),
+		first(tail), C.uint32_t(len(tail)), C.int64_t(time.Now().UnixNano()))
+	return check("write to "+w.t.name, rc)
+}
+
+// first is the address of b's first byte, nil for an empty b.
+func first(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
 // Matched is the number of readers matched now.
 func (w *Writer) Matched() (int, error) { return matched(&w.mu, &w.closed, w.handle, true) }
+
+// Incompatible is the writer's offered-incompatible-QoS status: the
+// readers it did not match for their QoS.
+func (w *Writer) Incompatible() (Incompatible, error) {
+	return incompatible(&w.mu, &w.closed, w.handle, true)
+}
+
+// WaitForAcks waits up to timeout (0: only looks) until every matched
+// reliable reader acknowledged every message written so far: true when
+// they did, false when the time ran out first.
+func (w *Writer) WaitForAcks(timeout time.Duration) (bool, error) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return false, ErrClosed
+	}
+	err := check("wait for acknowledgements on "+w.t.name, C.rgd_wait_for_acks(w.handle, C.int64_t(max(timeout, 0))))
+	if errors.Is(err, ErrTimeout) {
+		return false, nil
+	}
+	return err == nil, err
+}
 
 // QoS is the writer's actual QoS and user data.
 func (w *Writer) QoS() (qos.Profile, []byte, error) {
@@ -100,6 +151,25 @@ func (w *Writer) close(fromParticipant bool) error {
 		w.t.p.disown(w)
 	}
 	return check("delete writer on "+w.t.name, C.rgd_delete(w.handle))
+}
+
+// incompatible reads an endpoint's incompatible-QoS status under its lock.
+func incompatible(mu *sync.RWMutex, closed *bool, h C.int32_t, writer bool) (Incompatible, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	if *closed {
+		return Incompatible{}, ErrClosed
+	}
+	var n C.uint32_t
+	var pol C.int32_t
+	w := C.int32_t(0)
+	if writer {
+		w = 1
+	}
+	if err := check("get incompatible QoS status", C.rgd_incompatible(h, w, &n, &pol)); err != nil {
+		return Incompatible{}, err
+	}
+	return Incompatible{Total: int(n), LastPolicy: policyOf(int32(pol))}, nil
 }
 
 // matched reads an endpoint's matched count under its lock.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,6 +30,11 @@ type Options struct {
 	Interval time.Duration
 	// Log receives the gateway's log (nil: silent).
 	Log *slog.Logger
+	// Ledger is the file of the delivery ledger (ledger.go): what the
+	// gateway delivered from each source, so that a restarted gateway
+	// does not deliver again what a transient-local source sends it
+	// again. "": kept in memory, for this gateway's life only.
+	Ledger string
 }
 
 // Gateway is an open gateway (New): Serve runs it, Close ends it. Run
@@ -39,15 +45,24 @@ type Gateway struct {
 	dom   *zerocopy.Domain
 	part  *dds.Participant
 	types *plainness
+	led   *ledger
 
 	mu  sync.Mutex
 	out map[string]running // rgaps → DDS (outMirror), by ROS topic
 	in  map[string]running // DDS → rgaps (inMirror), by ROS topic
 	bad map[string]string  // topics refused, and why (logged once)
+	// noted are the topics (by direction) passed over with an info line,
+	// logged once
+	noted map[string]bool
+	// incompat are the pairs of a mirror and an endpoint it cannot serve
+	// for their QoS, logged once (checkQoS)
+	incompat map[string]bool
 
 	svcIn     map[string]running // DDS clients → rgaps services (svcToRgaps), by service
 	svcOut    map[string]running // rgaps clients → DDS services (svcToDDS), by service
 	svcSerial int                // service mirrors made (their DDS client and service ids)
+
+	dg *ddsGraph // the graph both ways (graph.go, announce.go)
 }
 
 // Run runs the gateway until ctx is done. It fails at once when libddsc
@@ -91,19 +106,31 @@ func New(o Options) (*Gateway, error) {
 	if err := dds.Load(); err != nil {
 		return nil, err
 	}
+	led, err := openLedger(o.Ledger)
+	if err != nil {
+		return nil, err
+	}
 	dom, err := zerocopy.Open(o.Engine)
 	if err != nil {
+		led.close()
 		return nil, err
 	}
-	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery})
+	// USER_DATA as rmw_cyclonedds_cpp's participants have it: DDS nodes
+	// take a participant with an enclave for a ROS one.
+	part, err := dds.Open(dds.Config{Domain: dom.Config().Domain, Discovery: o.Discovery, UserData: []byte("enclave=/;")})
 	if err != nil {
 		dom.Close()
+		led.close()
 		return nil, err
 	}
-	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom())
-	return &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(),
-		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{},
-		svcIn: map[string]running{}, svcOut: map[string]running{}}, nil
+	g := &Gateway{o: o, log: o.Log, dom: dom, part: part, types: newPlainness(), led: led,
+		out: map[string]running{}, in: map[string]running{}, bad: map[string]string{}, noted: map[string]bool{}, incompat: map[string]bool{},
+		svcIn: map[string]running{}, svcOut: map[string]running{}}
+	if err := g.openGraph(); err != nil {
+		return nil, errors.Join(fmt.Errorf("gateway: ros_discovery_info: %w", err), part.Close(), dom.Close(), led.close())
+	}
+	o.Log.Info("DDS gateway running", "domain", part.Domain(), "participant", part.GUID().String(), "topics", o.Topics, "ddsc", dds.LoadedFrom(), "ledger", o.Ledger)
+	return g, nil
 }
 
 // Close stops every mirror and closes the participant and the domain.
@@ -114,7 +141,8 @@ func (g *Gateway) Close() error {
 	g.apply("from DDS", g.in, nil, nil)
 	g.apply(dirSvcIn, g.svcIn, nil, nil)
 	g.apply(dirSvcOut, g.svcOut, nil, nil)
-	return errors.Join(g.part.Close(), g.dom.Close())
+	g.closeGraph()
+	return errors.Join(g.part.Close(), g.dom.Close(), g.led.close())
 }
 
 // Refresh re-reads both graphs, makes the mirrors that are missing and
@@ -122,15 +150,26 @@ func (g *Gateway) Close() error {
 func (g *Gateway) Refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	eps, epsErr := g.part.Endpoints()
+	if epsErr != nil {
+		g.log.Warn("reading DDS discovery", "err", epsErr)
+	}
 	if want, err := g.localWants(); err != nil {
 		g.log.Warn("reading the rgaps graph", "err", err)
-	} else {
+	} else if epsErr == nil {
+		keepAllFor(want, func(topic string) bool { return g.ddsReaderHoldsBack(eps, topic) })
 		g.apply("to DDS", g.out, want, g.startOut)
+		for name, m := range g.out {
+			m.(*outMirror).sinks.see(g, eps, name)
+		}
 	}
-	if want, err := g.ddsWants(); err != nil {
-		g.log.Warn("reading DDS discovery", "err", err)
-	} else {
+	if epsErr == nil {
+		want := g.ddsWants(eps)
+		keepAllFor(want, g.rgapsReaderHoldsBack)
 		g.apply("from DDS", g.in, want, g.startIn)
+	}
+	if epsErr == nil {
+		g.checkQoS(eps)
 	}
 	if toRgaps, toDDS, err := g.serviceWants(); err != nil {
 		g.log.Warn("reading the graphs for services", "err", err)
@@ -138,6 +177,7 @@ func (g *Gateway) Refresh() {
 		g.apply(dirSvcIn, g.svcIn, toRgaps, g.startSvcToRgaps)
 		g.apply(dirSvcOut, g.svcOut, toDDS, g.startSvcToDDS)
 	}
+	g.refreshGraph()
 }
 
 // The directions of service mirrors, as logged.
@@ -155,6 +195,14 @@ func (g *Gateway) refuse(dir, topic string, err error) {
 	}
 	g.bad[key] = msg
 	g.log.Warn("DDS gateway cannot carry a topic", "direction", dir, "topic", topic, "err", err)
+}
+
+// note logs once an info line about a topic of a direction. Must hold g.mu.
+func (g *Gateway) note(dir, topic, msg string) {
+	if key := dir + " " + topic + " " + msg; !g.noted[key] {
+		g.noted[key] = true
+		g.log.Info(msg, "direction", dir, "topic", topic)
+	}
 }
 
 // accepted forgets a refusal once the topic is carried.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"log/slog"
 	"sync/atomic"
 )
 
@@ -12,8 +13,25 @@ type mirror struct {
 	prefix  int // plainPrefix for plain types, else 0
 	quit    chan struct{}
 	done    chan struct{}
-	carried atomic.Uint64 // messages forwarded
-	skipped atomic.Uint64 // messages not carried (split, malformed, failed)
+	carried atomic.Uint64   // messages forwarded
+	skipped atomic.Uint64   // messages not carried (malformed, failed)
+	warned  map[string]bool // what warnOnce logged (the mirror's goroutine's)
+	// replayed counts messages not carried because the ledger says they
+	// were delivered before (a transient-local source sent them again)
+	replayed atomic.Uint64
+}
+
+// warnOnce logs a warning about the topic once per key (a kind of
+// failure), so a failure that repeats with every message is logged once.
+func (m *mirror) warnOnce(log *slog.Logger, key, msg string, args ...any) {
+	if m.warned[key] {
+		return
+	}
+	if m.warned == nil {
+		m.warned = map[string]bool{}
+	}
+	m.warned[key] = true
+	log.Warn(msg, append([]any{"topic", m.name}, args...)...)
 }
 
 func newMirror(name string, w want, prefix int) mirror {
@@ -53,7 +71,7 @@ func (g *Gateway) apply(dir string, have map[string]running, want map[string]wan
 		if w, ok := want[name]; !ok || changed(b.w, w) {
 			m.stop()
 			delete(have, name)
-			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load())
+			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load(), "delivered before", b.replayed.Load())
 		}
 	}
 	for name, w := range want {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // Service payloads (docs/ARCHITECTURE.md §3.10 and §3.13).
@@ -126,8 +127,8 @@ func (g *Gateway) serviceWants() (toRgaps, toDDS map[string]want, err error) {
 	for _, ep := range eps {
 		name, kind := dds.ROSName(ep.Topic)
 		s := local[name]
-		if kind != dds.KindRequest || s == nil || ep.Participant.Prefix() == own {
-			continue
+		if kind != dds.KindRequest || s == nil || ep.Participant.Prefix() == own || ofGateway(ep.UserData) {
+			continue // another gateway's: rgaps services reach each other through the bridge
 		}
 		if typ, ok := dds.ROSTypeName(ep.Type); !ok || typ != s.w.typ {
 			continue // another type: the DDS side would not match
@@ -146,6 +147,7 @@ func (g *Gateway) serviceWants() (toRgaps, toDDS map[string]want, err error) {
 			w = s.w
 		}
 		merge(&w, false, ep.QoS)
+		w.q.History = qos.HistoryKeepLast // a request never holds a client back
 		into[name] = w
 	}
 	return toRgaps, toDDS, nil

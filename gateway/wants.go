@@ -59,10 +59,11 @@ func (g *Gateway) carried(topic string) bool {
 }
 
 // merge folds the QoS of one more endpoint into w: reliable and transient
-// local only while every endpoint offers them, KEEP_LAST with the deepest
-// history (100 for KEEP_ALL), and no deadline, lifespan or liveliness
-// lease, automatic liveliness: what both of a mirror's endpoints use,
-// compatible with every endpoint it serves.
+// local only while every endpoint offers them, KEEP_ALL while every
+// endpoint is RELIABLE KEEP_ALL (keepAllFor decides with the readers),
+// else KEEP_LAST with the deepest history (100 for KEEP_ALL), and no
+// deadline, lifespan or liveliness lease, automatic liveliness: what both
+// of a mirror's endpoints use, compatible with every endpoint it serves.
 func merge(w *want, first bool, q qos.Profile) {
 	depth := q.Depth
 	if q.History == qos.HistoryKeepAll || depth == 0 {
@@ -71,7 +72,13 @@ func merge(w *want, first bool, q qos.Profile) {
 	if first {
 		w.q = qos.Profile{History: qos.HistoryKeepLast, Depth: depth, Reliability: q.Reliability,
 			Durability: q.Durability, Liveliness: qos.LivelinessAutomatic}
+		if holdsBack(q) {
+			w.q.History = qos.HistoryKeepAll
+		}
 		return
+	}
+	if !holdsBack(q) {
+		w.q.History = qos.HistoryKeepLast
 	}
 	if q.Reliability != qos.ReliabilityReliable {
 		w.q.Reliability = q.Reliability
@@ -80,6 +87,55 @@ func merge(w *want, first bool, q qos.Profile) {
 		w.q.Durability = q.Durability
 	}
 	w.q.Depth = max(w.q.Depth, depth)
+}
+
+// holdsBack reports whether an endpoint of QoS q, RELIABLE KEEP_ALL, never
+// loses a message to a full queue: its publisher waits instead.
+func holdsBack(q qos.Profile) bool {
+	return q.History == qos.HistoryKeepAll && q.Reliability == qos.ReliabilityReliable
+}
+
+// keepAllFor leaves KEEP_ALL only the wants for whose topic a reader on
+// the other side holds back too (reader reports it): a KEEP_ALL mirror
+// holds its sources back while it cannot forward, which only a KEEP_ALL
+// reader asks for. The others become KEEP_LAST (their Depth is set).
+func keepAllFor(wants map[string]want, reader func(topic string) bool) {
+	for name, w := range wants {
+		if w.q.History == qos.HistoryKeepAll && !reader(name) {
+			w.q.History = qos.HistoryKeepLast
+			wants[name] = w
+		}
+	}
+}
+
+// ddsReaderHoldsBack reports whether eps has a RELIABLE KEEP_ALL DDS
+// reader of the ROS topic name (not the gateway's nor another gateway's).
+func (g *Gateway) ddsReaderHoldsBack(eps []dds.Endpoint, name string) bool {
+	own := g.part.GUID().Prefix()
+	for _, ep := range eps {
+		if ep.Writer || ep.Participant.Prefix() == own || ofGateway(ep.UserData) || !holdsBack(ep.QoS) {
+			continue
+		}
+		if n, kind := dds.ROSName(ep.Topic); kind == dds.KindTopic && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// rgapsReaderHoldsBack reports whether the topic has a local RELIABLE
+// KEEP_ALL subscription that is not republishing.
+func (g *Gateway) rgapsReaderHoldsBack(name string) bool {
+	eps, err := g.dom.Endpoints(name)
+	if err != nil {
+		return false
+	}
+	for _, ep := range eps {
+		if ep.Kind == zerocopy.KindSubscription && !ep.Republish && holdsBack(ep.QoS) {
+			return true
+		}
+	}
+	return false
 }
 
 // localWants lists the rgaps topics to carry out: those with local
@@ -117,13 +173,11 @@ func (g *Gateway) localWants() (map[string]want, error) {
 	return out, nil
 }
 
-// ddsWants lists the DDS topics to carry in: rt/ topics with writers of
-// other participants.
-func (g *Gateway) ddsWants() (map[string]want, error) {
-	eps, err := g.part.Endpoints()
-	if err != nil {
-		return nil, err
-	}
+// ddsWants lists, of the endpoints DDS discovery found, the DDS topics to carry in: rt/ topics with writers of
+// other participants that are not other gateways' (rgaps hosts exchange
+// their own messages through their bridges: what another gateway writes
+// reaches this host's subscribers that way, once).
+func (g *Gateway) ddsWants(eps []dds.Endpoint) map[string]want {
 	own := g.part.GUID().Prefix()
 	in := map[string]want{}
 	for _, ep := range eps {
@@ -133,6 +187,10 @@ func (g *Gateway) ddsWants() (map[string]want, error) {
 		name, kind := dds.ROSName(ep.Topic)
 		typ, ok := dds.ROSTypeName(ep.Type)
 		if kind != dds.KindTopic || !ok || !g.carried(name) {
+			continue
+		}
+		if ofGateway(ep.UserData) {
+			g.note("from DDS", name, "not carried in from DDS: written by another rgaps gateway (its messages come through the bridge)")
 			continue
 		}
 		w, seen := in[name]
@@ -146,7 +204,7 @@ func (g *Gateway) ddsWants() (map[string]want, error) {
 		}
 		in[name] = w
 	}
-	return in, nil
+	return in
 }
 
 // hashOf reads the type hash ROS 2's DDS rmws put in USER_DATA
@@ -164,11 +222,17 @@ func hashOf(ud []byte) zerocopy.TypeHash {
 	return h
 }
 
-// userData is the USER_DATA ROS 2's DDS rmws give an endpoint of type
-// hash h (nil when unknown).
+// userData is the USER_DATA of a gateway's DDS endpoint of type hash h:
+// what ROS 2's DDS rmws give it (the hash when known) and gatewayMark
+// (discoveryinfo.go), which every DDS endpoint of a gateway carries, so
+// gateways leave each other's endpoints alone (ddsWants, serviceWants).
+// ROS 2's DDS rmws read only the keys they know.
 func userData(h zerocopy.TypeHash) []byte {
 	if s := h.String(); s != "" {
-		return []byte("typehash=" + s + ";")
+		return []byte("typehash=" + s + ";" + gatewayMark)
 	}
-	return nil
+	return []byte(gatewayMark)
 }
+
+// ofGateway reports whether USER_DATA ud is that of a gateway's endpoint.
+func ofGateway(ud []byte) bool { return bytes.Contains(ud, []byte(gatewayMark)) }

@@ -33,7 +33,9 @@ func TestMainDDSGateway(t *testing.T) {
 	defer cancel()
 	var log syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- Main(ctx, []string{"-dds", "-dds-topics", "/rgd_yes*"}, cfg, &log) }()
+	go func() {
+		done <- Main(ctx, []string{"-dds", "-dds-topics", "/rgd_yes*", "-dds-ledger", t.TempDir() + "/ledger"}, cfg, &log)
+	}()
 
 	dom, err := zerocopy.Open(cfg)
 	if err != nil {

@@ -40,6 +40,7 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	f := bridge.BindFlags(fs, engine)
 	ddsOn := fs.Bool("dds", false, "run the DDS gateway: carry topics between rgaps and ROS 2 nodes on Cyclone DDS (needs libddsc)")
 	ddsTopics := fs.String("dds-topics", "", "DDS gateway: comma-separated glob patterns of the topics carried (default: all but /rosout and /parameter_events)")
+	ddsLedger := fs.String("dds-ledger", "", "DDS gateway: the file recording what it delivered, so a restart delivers nothing twice (default /dev/shm/<prefix>_d<domain>_gateway; \"none\": kept in memory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	o.Log = log
 	start := time.Now()
 	if *ddsOn {
-		return withGateway(ctx, o, engine, patterns(*ddsTopics), log, start)
+		return withGateway(ctx, o, engine, gateway.Options{Topics: patterns(*ddsTopics), Ledger: *ddsLedger}, log, start)
 	}
 	err = bridge.Run(ctx, o)
 	if errors.Is(err, gpupool.ErrRunning) {
@@ -68,13 +69,26 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 // withGateway runs the DDS gateway beside bridge.Run until ctx is done
 // (or the pool server idled out). The gateway starts first, so a missing
 // libddsc is an error at once; when a daemon for the domain serves the
-// GPU pools already, this process runs the gateway alone.
-func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Config, topics []string, log *slog.Logger, start time.Time) error {
+// GPU pools already, this process runs the gateway alone. A status
+// socket of the gateway's own reports its graph (graph.go).
+func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Config, gw gateway.Options, log *slog.Logger, start time.Time) error {
 	engine.Prefix, engine.Domain = o.Pool.Prefix, o.Pool.Domain
-	g, err := gateway.New(gateway.Options{Engine: engine, Topics: topics, Discovery: discovery(os.Getenv), Log: log.With("part", "dds")})
+	gw.Engine, gw.Discovery, gw.Log = engine, discovery(os.Getenv), log.With("part", "dds")
+	switch gw.Ledger {
+	case "":
+		rc, err := engine.Resolve()
+		if err != nil {
+			return fmt.Errorf("DDS gateway: %w", err)
+		}
+		gw.Ledger = fmt.Sprintf("/dev/shm/%s_d%d_gateway", rc.Prefix, rc.Domain)
+	case "none":
+		gw.Ledger = ""
+	}
+	g, err := gateway.New(gw)
 	if err != nil {
 		return fmt.Errorf("DDS gateway: %w", err)
 	}
+	stopReport := reportGraph(engine, g, log)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan struct{})
@@ -90,6 +104,7 @@ func withGateway(ctx context.Context, o bridge.DaemonOptions, engine zerocopy.Co
 	}
 	cancel()
 	<-served
+	stopReport()
 	if cerr := g.Close(); cerr != nil {
 		log.Warn("closing the DDS gateway", "err", cerr)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"slices"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
@@ -10,32 +9,19 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
-// The graph rmw reports is this host's (read from shared memory) plus, when
-// this host's daemon bridges to others, the nodes and endpoints it learned
-// from them. The bridge's own endpoints, which stand for the remote ones,
-// are left out.
+// The graph rmw reports is this host's (read from shared memory) plus what
+// this host's daemon reports: the nodes and endpoints of other hosts when
+// it bridges, and those of ROS 2 nodes on DDS when it runs the DDS gateway
+// (status.Status.Graph). The bridge's and the gateway's own endpoints,
+// which stand for those, are left out.
 
-// remote asks the daemon; nothing (and no error) when no daemon bridges.
+// remote asks the daemon; nothing (and no error) when no daemon reports.
 func remote(c *rgaps.Context) (nodes []zerocopy.NodeInfo, eps []zerocopy.EndpointInfo) {
 	st, err := bridgestatus.Query(c.Engine().Config())
 	if err != nil {
 		return nil, nil
 	}
-	for _, p := range st.Peers {
-		for _, n := range p.Nodes {
-			nodes = append(nodes, zerocopy.NodeInfo{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
-		}
-		for _, e := range p.Endpoints {
-			ep := zerocopy.EndpointInfo{Topic: e.Topic, Type: e.Type, Kind: zerocopy.KindSubscription, Node: e.Node, QoS: e.QoS, Path: e.Path}
-			if e.Kind == zerocopy.KindPublisher.String() {
-				ep.Kind = zerocopy.KindPublisher
-			}
-			hex.Decode(ep.GID[:], []byte(e.GID))
-			ep.TypeHash, _ = zerocopy.ParseTypeHash(e.TypeHash) // unknown when malformed
-			eps = append(eps, ep)
-		}
-	}
-	return nodes, eps
+	return st.Graph()
 }
 
 // graphNodes is every node of the domain: this host's and other hosts'.
@@ -89,7 +75,10 @@ func graphEndpoints(c *rgaps.Context, topic string) ([]zerocopy.EndpointInfo, er
 // remote subscriptions only once the bridge's subscription of its topic
 // exists on this host (the daemon makes it when a peer asks for the topic),
 // so a publisher that waits for its matched count before publishing (as
-// DDS users do) loses nothing to a path not yet set up.
+// DDS users do) loses nothing to a path not yet set up. Endpoints of ROS 2
+// nodes on DDS count the same way: the DDS gateway's subscription of the
+// topic (republishing too) is the path a publisher's messages take to
+// them.
 func matchedAcrossHosts(c *rgaps.Context, e *zerocopy.Publisher, s *zerocopy.Subscription) int {
 	var local int
 	var topic, typ string

@@ -7,7 +7,7 @@ source "$(dirname "$0")/setup.sh"
 rm -rf build && mkdir -p build
 go build -ldflags='-s -w' -o build/rgaps ./cmd/rgaps
 go build -ldflags='-s -w' -o build/rgaps-bench ./cmd/rgaps-bench
-for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./bench/gpu ./bridge; do
+for p in ./zerocopy ./zerocopy/gpupool ./internal/cuda ./bench/gpu ./bridge ./gateway; do
 	go test -c -ldflags='-s -w' -o "build/$(basename "$p").test" "$p"
 done
 go build -buildmode=c-shared -o build/librgaps.so ./cmd/librgaps
@@ -20,5 +20,8 @@ cc -std=gnu11 -O2 -Wall -Irmw/include -Irmw -Itypesupport/introspection -Iinclud
 go test -c -ldflags='-s -w' -o build/test.test ./test
 cc -O2 -Wall -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -o build/rgaps_example examples/c/rgaps_example.c -Lbuild -lrgaps
 bash scripts/e2e-bundle.sh
+# Cyclone DDS for the gateway's GPU test (loaded with dlopen; its iceoryx
+# libraries are the bundle's, libssl 3 the machine's).
+cp -L "$(ldconfig -p | awk '/libddsc\.so\.0debian / {print $NF; exit}')" build/iox/lib/
 du -sh build
 ls -la build

@@ -22,6 +22,7 @@ if want tests; then
 	(cd build && step ./gpupool.test -test.count=1)
 	(cd build && step ./zerocopy.test -test.run 'GPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^(---|ok|PASS|FAIL|leak)|gpu_test'
 	(cd build && step ./bridge.test -test.run 'GPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^(---|ok|PASS|FAIL|leak)|gpu_test'
+	(cd build && step ./gateway.test -test.run 'GPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^(---|ok|PASS|FAIL|leak)|gpu_test'
 	(cd build && step ./gpu.test -test.count=1 -test.run 'GPU')
 	(cd build && RGAPS_RMW_BUILT="$PWD/rmw" step ./test.test -test.run 'TestRmwGPU' -test.v -test.timeout 300s) 2>&1 | grep -E '^\s*(---|ok|PASS|FAIL|GOT|leak)|rmw_gpu|loopback'
 fi

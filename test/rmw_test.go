@@ -89,7 +89,7 @@ type rmwKit struct {
 func rmwBuild(t testing.TB) *rmwKit {
 	if dir := os.Getenv("RGAPS_RMW_BUILT"); dir != "" {
 		k := &rmwKit{dir: dir, lib: filepath.Join(dir, "librmw_rgaps.so"), progs: map[string]string{}}
-		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_cpp", "rmw_gpu"} {
+		for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_cpp", "rmw_gpu", "rmw_dds"} {
 			k.progs[p] = filepath.Join(dir, p)
 		}
 		return k
@@ -122,7 +122,7 @@ func rmwBuild(t testing.TB) *rmwKit {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -buildmode=c-shared ./rmw: %v\n%s", err, b)
 	}
-	for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_gpu"} {
+	for _, p := range []string{"rmw_api", "rmw_pubsub", "rmw_proc", "rmw_bench", "rmw_signals", "rmw_gpu", "rmw_dds"} {
 		out := filepath.Join(k.dir, p)
 		// -rdynamic: rmw_api defines rcutils_set_error_state, which the
 		// library binds weakly, as in a ROS process.

@@ -220,28 +220,58 @@ func (d *Domain) NotifyGraphChanged() { d.graph.Load().changed() }
 // call GraphWord again after each wake.
 func (d *Domain) GraphWord() *atomic.Uint32 { return d.graph.Load().gen }
 
+// janitorAudits is about how many open topics one janitor pass audits
+// (file checks, reclamation of dead processes' endpoints): all of them up
+// to this many; beyond, each topic has its turn every ⌈n/janitorAudits⌉
+// passes, so that a process with a thousand topics open makes a bounded
+// number of system calls per period.
+const janitorAudits = 64
+
 // janitor reclaims endpoints of dead processes on the topics this process
-// has open, dead nodes in the graph, and drives deadline status.
+// has open, dead nodes in the graph, and drives deadline status. Each pass
+// audits the topics whose turn it is and ticks the local endpoints of
+// every topic whose endpoints changed (none while the graph generation
+// stands still) or that has a deadline to watch.
 func (d *Domain) janitor(prefix string) {
 	defer close(d.done)
 	tick := time.NewTicker(d.cfg.JanitorPeriod)
 	defer tick.Stop()
 	clashGen := d.graph.Load().generation() - 1
-	for {
+	tickGen := clashGen // the graph generation the last ticks saw
+	for pass := uint32(0); ; pass++ {
 		select {
 		case <-d.stop:
 			return
 		case <-tick.C:
 		}
-		for _, t := range d.holdTopics() {
+		// Every endpoint change on this host moves the graph generation:
+		// while it stands still, only topics with deadlines need ticks.
+		gen := d.graph.Load().generation()
+		moved := gen != tickGen
+		tickGen = gen
+		topics := d.holdTopics()
+		turns := uint32(max(1, (len(topics)+janitorAudits-1)/janitorAudits))
+		alive := map[shm.Owner]bool{} // processes judged in this pass
+		for _, t := range topics {
 			func() {
 				defer t.unguard(guard(), nil)
-				if t.audit() == nil {
-					t.reclaimDead()
+				if t.auditTurn%turns == pass%turns && t.audit() == nil {
+					t.reclaimDeadWith(alive)
+				}
+				t.mu.Lock()
+				quiet := t.deadlines == 0
+				t.mu.Unlock()
+				if quiet && !moved {
+					return
+				}
+				gen := t.generation.Load()
+				if quiet && gen == t.tickedGen {
+					return
 				}
 				for _, e := range t.localEndpoints() {
 					e.tick()
 				}
+				t.tickedGen = gen
 			}()
 			d.releaseTopic(t)
 		}

@@ -111,6 +111,10 @@ type endpoint struct {
 	// under a call in flight, and a blocked Wait is woken by close.
 	life sync.RWMutex
 
+	// seenGen is matchGen, readable without mu: the janitor's tick skips
+	// an endpoint whose topic did not change and that has no deadline.
+	seenGen atomic.Uint32
+
 	// mu guards the match cache and the status counters.
 	mu       sync.Mutex
 	matchGen uint32
@@ -187,6 +191,9 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if err := checkMemory(spec.Memory, kind); err != nil {
+		return nil, err
+	}
 	if len(spec.Node) >= nameMax {
 		return nil, fmt.Errorf("%w: node name %q too long", ErrInvalid, spec.Node)
 	}
@@ -212,7 +219,7 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	if _, err := t.reclaimDead(); err != nil {
 		return nil, err
 	}
-	if spec.Memory != MemoryGPU && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.historyOnDevice() {
+	if spec.Memory == MemoryHost && kind == KindSubscription && q.Durability == qos.DurabilityTransientLocal && t.historyOnDevice() {
 		// A host reader of a GPU topic's history that holds samples only
 		// on the device needs host copies made under the lock: set CUDA up
 		// now, outside it. Without a GPU those samples are counted as lost.
@@ -246,7 +253,8 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	}
 	if slot == t.lay.maxEndpoints {
 		t.unlock()
-		return nil, fmt.Errorf("topic %s: %w (%d)", t.name, ErrTooManyEndpoints, t.lay.maxEndpoints)
+		return nil, fmt.Errorf("topic %s: %w: all %d endpoint slots of its segment are taken (publishers and subscriptions of every process on this host; the process that created the topic set the number, Config.MaxEndpoints)",
+			t.name, ErrTooManyEndpoints, t.lay.maxEndpoints)
 	}
 	if slot == slots {
 		// Every committed slot is taken: commit one more (fresh pages are
@@ -288,10 +296,14 @@ func (d *Domain) createEndpointOnce(spec EndpointSpec, kind Kind) (_ *endpoint, 
 	t.u32(so + eState).Store(uint32(slotActive))
 	gen := t.generation.Add(1)
 	e.matchGen = gen - 1 // refresh on first use
+	e.seenGen.Store(e.matchGen)
 	t.unlock()
 	t.notifyChange()
 	t.mu.Lock()
 	t.endpoints[slot] = e
+	if e.qos.Deadline > 0 {
+		t.deadlines++
+	}
 	t.mu.Unlock()
 	held = nil // the endpoint keeps the reference
 	return e, nil
@@ -366,6 +378,7 @@ func (e *endpoint) refreshMatches() {
 		return
 	}
 	e.matchGen = gen
+	e.seenGen.Store(gen)
 	peers := make(map[GID]peerInfo, len(e.peers))
 	other := e.kind.other()
 	changed := false
@@ -445,8 +458,13 @@ func (e *endpoint) bumpEvent() {
 	shm.WakeAll(e.event)
 }
 
-// tick runs from the janitor: deadline accounting and match refresh.
+// tick runs from the janitor: deadline accounting and match refresh
+// (nothing to do, and nothing done, for an endpoint without a deadline
+// whose topic's endpoints did not change).
 func (e *endpoint) tick() {
+	if e.qos.Deadline <= 0 && e.t.generation.Load() == e.seenGen.Load() {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.refreshMatches()
@@ -586,6 +604,9 @@ func (e *endpoint) close() (err error) {
 	defer e.life.Unlock()
 	t.mu.Lock()
 	delete(t.endpoints, e.slot)
+	if e.qos.Deadline > 0 {
+		t.deadlines--
+	}
 	t.mu.Unlock()
 	func() {
 		defer t.unguard(guard(), &err)

@@ -35,6 +35,9 @@ var (
 	ErrTooManyLoans = errors.New("too many outstanding loans or taken samples")
 	// ErrTooManyEndpoints reports a topic with MaxEndpoints endpoints already.
 	ErrTooManyEndpoints = errors.New("too many endpoints on topic")
+	// ErrTooManyNodes reports a domain whose graph segment has a node in
+	// every slot (1024 in segments this build makes).
+	ErrTooManyNodes = errors.New("too many nodes in the domain")
 	// ErrNoSpace reports that /dev/shm had no room for memory a topic
 	// needed: a topic or endpoint slot being created, or pool bytes,
 	// sample records or allocator metadata a loan or publish needed (then

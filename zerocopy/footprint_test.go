@@ -21,7 +21,7 @@ func topicUsage(t testing.TB, d *Domain, topic string) uint64 {
 	if err != nil || len(segs) != 1 {
 		t.Fatalf("segments of %s: %v %v", topic, segs, err)
 	}
-	_, ti, err := d.inspectSegment(segs[0], topic)
+	_, ti, err := d.inspectSegment(segs[0], topic, map[shm.Owner]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}

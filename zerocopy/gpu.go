@@ -24,11 +24,22 @@ const (
 	// MemoryGPU: the endpoint reads and writes device memory (DevicePtr); a
 	// topic first opened by such an endpoint gets a GPU pool.
 	MemoryGPU
+	// MemoryAny (subscriptions only): the subscription reads whichever
+	// form each sample has, so no publisher makes a copy for it: Bytes is
+	// nil for a sample with only a device form, which the reader copies
+	// out itself where it needs it (Copier.StageOut). For a relay that
+	// needs host bytes only for some messages (the DDS gateway writes only
+	// while a DDS reader is matched), and must not make host publishers
+	// copy to the device.
+	MemoryAny
 )
 
 func (m Memory) String() string {
-	if m == MemoryGPU {
+	switch m {
+	case MemoryGPU:
 		return "gpu"
+	case MemoryAny:
+		return "any"
 	}
 	return "host"
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/shm"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
-	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // Graph segment, version 2 ("<prefix>_d<domain>_graph"): the nodes of the
@@ -42,22 +41,28 @@ import (
 // that found the damage fails with ErrCorrupt; later calls work on the new
 // segment.
 const (
-	GraphVersion   = 2
-	graphMagic     = "RGAPSGRF"
-	gMaxNodes      = 12
-	gTotal         = 16
-	gCRC           = 24
-	gStaticEnd     = 32
-	gLock          = 64
-	gGeneration    = 128
-	gNodesOff      = 4096
-	nodeStride     = 1024
-	nState, nPid   = 0, 4
-	nStart, nGID   = 8, 16
-	nCRC           = 32
-	nName, nNS     = 64, 320
-	nEnclave       = 576
-	defaultNodeCap = 256
+	GraphVersion = 2
+	graphMagic   = "RGAPSGRF"
+	gMaxNodes    = 12
+	gTotal       = 16
+	gCRC         = 24
+	gStaticEnd   = 32
+	gLock        = 64
+	gGeneration  = 128
+	gNodesOff    = 4096
+	nodeStride   = 1024
+	nState, nPid = 0, 4
+	nStart, nGID = 8, 16
+	nCRC         = 32
+	nName, nNS   = 64, 320
+	nEnclave     = 576
+	// defaultNodeCap is the node slots of a graph segment this build
+	// makes (1 MiB): the nodes of every process of the host (a ROS
+	// process has at least one; 256 subscriber processes and their
+	// publisher need 257). The number is in the header, so segments of
+	// another capacity (256, made by earlier builds, kept until removed)
+	// are used as they are.
+	defaultNodeCap = 1024
 )
 
 // graph is one mapping of the domain's graph segment. A Domain uses one at
@@ -96,7 +101,7 @@ func openGraph(cfg Config) (*graph, error) {
 			if err != nil {
 				return nil, fmt.Errorf("creating graph segment: %w", err)
 			}
-			// One per domain and host, 260 KiB: committed whole, so that
+			// One per domain and host, 1 MiB: committed whole, so that
 			// no node registration can fault on a full /dev/shm.
 			if err = seg.Commit(0, uint64(size)); err != nil {
 				seg.Close()
@@ -359,7 +364,8 @@ func (g *graph) insert(info NodeInfo) (uint32, error) {
 		g.changed()
 		return i, nil
 	}
-	return 0, fmt.Errorf("domain %d: all %d node slots in use", g.cfg.Domain, g.maxNodes)
+	return 0, fmt.Errorf("%w: domain %d: all %d node slots of the graph segment are in use (the nodes of every process of this host)",
+		ErrTooManyNodes, g.cfg.Domain, g.maxNodes)
 }
 
 // reclaimDead frees the slots of nodes whose process died.
@@ -624,172 +630,4 @@ func (d *Domain) Nodes() ([]NodeInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].FullName() < out[j].FullName() })
 	return out, nil
-}
-
-// EndpointInfo describes a publisher or subscription in the graph.
-type EndpointInfo struct {
-	Topic    string
-	Type     string
-	TypeHash TypeHash
-	Kind     Kind
-	Node     string // fully qualified node name
-	GID      GID
-	QoS      qos.Profile
-	Path     string // the data path in use: host-shm, gpu-pool, ... (for display)
-	// Pool is where the topic's payloads live and Memory what the endpoint
-	// reads or writes: the typed facts Path is made of.
-	Pool   PoolKind
-	Memory Memory
-	Pid    uint32
-	// Malformed counts the messages a subscription dropped because its
-	// front end could not decode them (Subscription.DropMalformed).
-	Malformed uint64
-	// Lost counts, for a subscription, samples lost to it (KEEP_LAST
-	// overwrites, best-effort overflow); for a publisher, samples it
-	// dropped.
-	Lost uint64
-	// Republish marks a republishing endpoint (EndpointSpec.Republish):
-	// it stands for endpoints elsewhere (the bridge's: on other hosts,
-	// which the bridge daemon reports).
-	Republish bool
-}
-
-// endpointPath names the data path an endpoint really uses (DESIGN.md §8):
-// host-shm (host bytes in shared memory), host-shm-mapped (a GPU endpoint
-// reading a host pool in place over PCIe), gpu-pool (device pointers into the
-// shared GPU pool), gpu-pool+host-copy (a host endpoint of a GPU topic: one
-// host copy per message, shared by all host readers).
-func endpointPath(k PoolKind, f endpointFlags) string {
-	switch {
-	case k == PoolGPU && f&flagWantsDevice != 0:
-		return "gpu-pool"
-	case k == PoolGPU:
-		return "gpu-pool+host-copy"
-	case f&flagWantsDevice != 0:
-		return "host-shm-mapped"
-	}
-	return "host-shm"
-}
-
-// TopicInfo is a topic and its endpoint counts on this host.
-type TopicInfo struct {
-	Name, Type                string
-	Publishers, Subscriptions int // excluding republishing endpoints
-	Republishing              int // republishing endpoints (EndpointSpec.Republish)
-	PoolSize, PoolFree        uint64
-	// ShmUsage is the /dev/shm memory the topic's segment uses now: what
-	// it committed, however large its pool may grow (PoolSize).
-	ShmUsage uint64
-	Path     string
-}
-
-// Topics lists the topics of the domain that have live endpoints on this host.
-func (d *Domain) Topics() ([]TopicInfo, error) {
-	segs, err := shm.List(segPrefix(d.cfg))
-	if err != nil {
-		return nil, err
-	}
-	var out []TopicInfo
-	for _, s := range segs {
-		eps, ti, err := d.inspectSegment(s, "")
-		if err != nil || len(eps) == 0 {
-			continue
-		}
-		out = append(out, ti)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// Endpoints lists the live endpoints of a topic on this host, of every type
-// (none when the topic does not exist).
-func (d *Domain) Endpoints(topic string) ([]EndpointInfo, error) {
-	segs, err := d.topicSegments(topic)
-	if err != nil {
-		return nil, err
-	}
-	var out []EndpointInfo
-	for _, s := range segs {
-		eps, _, err := d.inspectSegment(s, topic)
-		if errors.Is(err, shm.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, eps...)
-	}
-	return out, nil
-}
-
-// topicSegments lists the segments of every type of topic.
-func (d *Domain) topicSegments(topic string) ([]string, error) {
-	prefix, err := segTopicPrefix(d.cfg, topic)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	segs, err := shm.List(prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := segs[:0]
-	for _, s := range segs {
-		if len(s) == len(prefix)+typeTagLen {
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// inspectSegment reads the endpoints of the topic in segment name (whose
-// topic must be topic, unless that is ""), mapping it for the duration
-// when this process does not have it open.
-func (d *Domain) inspectSegment(name, topic string) (_ []EndpointInfo, ti TopicInfo, err error) {
-	seg, err := shm.Open(name, headerSize, d.cfg.access())
-	if err != nil {
-		return nil, ti, err
-	}
-	defer seg.Close()
-	t, err := attachTopic(d, seg, topic)
-	if err != nil {
-		return nil, ti, err
-	}
-	defer t.unguard(guard(), &err)
-	if err := t.lock(); err != nil {
-		return nil, ti, err
-	}
-	defer t.unlock()
-	ti = TopicInfo{Name: t.name, Type: t.typ, Path: t.lay.poolKind.Path(), PoolSize: t.lay.poolSize, PoolFree: t.alloc.Stats().FreeBytes, ShmUsage: t.ShmUsage()}
-	var out []EndpointInfo
-	for s := uint32(0); s < t.slotCount(); s++ {
-		so := t.slotOff(s)
-		if slotState(t.u32(so+eState).Load()) != slotActive {
-			continue
-		}
-		o := shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}
-		if !shm.Alive(o) {
-			continue
-		}
-		q, _ := qos.Decode(t.seg.Bytes(so+eQoS, qos.EncodedSize))
-		fl := endpointFlags(t.u32(so + eFlags).Load())
-		ep := EndpointInfo{Topic: t.name, Type: t.typ, Kind: Kind(t.u32(so + eKind).Load()),
-			Node: cstr(t.seg.Bytes(so+eNode, nameMax)), QoS: q, Pid: o.Pid,
-			Path: endpointPath(t.lay.poolKind, fl), Pool: t.lay.poolKind, Republish: fl&flagRepublish != 0}
-		if fl&flagWantsDevice != 0 {
-			ep.Memory = MemoryGPU
-		}
-		copy(ep.GID[:], t.seg.Bytes(so+eGID, 16))
-		copy(ep.TypeHash[:], t.seg.Bytes(so+eHash, uint64(len(ep.TypeHash))))
-		ep.Malformed = t.u64(so + eMalformed).Load()
-		ep.Lost = t.u64(so + eLost).Load()
-		if ep.Republish {
-			ti.Republishing++
-		} else if ep.Kind == KindPublisher {
-			ti.Publishers++
-		} else {
-			ti.Subscriptions++
-		}
-		out = append(out, ep)
-	}
-	return out, ti, nil
 }

@@ -8,14 +8,30 @@ import (
 // memFlags are the endpoint flags of the forms an endpoint of memory m
 // reads (§3.2a).
 func memFlags(m Memory) endpointFlags {
-	if m == MemoryGPU {
+	switch m {
+	case MemoryGPU:
 		return flagWantsDevice
+	case MemoryAny:
+		return 0
 	}
 	return flagWantsHost
 }
 
+// checkMemory refuses a Memory that is none of the three, and MemoryAny
+// for a publisher.
+func checkMemory(m Memory, kind Kind) error {
+	if m != MemoryHost && m != MemoryGPU && m != MemoryAny {
+		return fmt.Errorf("%w: memory %d", ErrInvalid, m)
+	}
+	if m == MemoryAny && kind == KindPublisher {
+		return fmt.Errorf("%w: memory %v is for subscriptions", ErrInvalid, m)
+	}
+	return nil
+}
+
 // SetMemory switches the form the subscription reads from now on: host
-// bytes (MemoryHost) or device memory (MemoryGPU). Publishers see the
+// bytes (MemoryHost), device memory (MemoryGPU), or whichever form a sample
+// has (MemoryAny). Publishers see the
 // change at their next publish (the topic's generation moves) and make
 // the form for the samples they publish after it; samples already queued
 // keep the forms they have (Sample.DevicePtr of a sample with only a host
@@ -24,8 +40,8 @@ func memFlags(m Memory) endpointFlags {
 // first; without a GPU it returns an error wrapping ErrNotSupported and
 // nothing changes.
 func (s *Subscription) SetMemory(m Memory) (err error) {
-	if m != MemoryHost && m != MemoryGPU {
-		return fmt.Errorf("%w: memory %d", ErrInvalid, m)
+	if err := checkMemory(m, KindSubscription); err != nil {
+		return err
 	}
 	if !s.enter() {
 		return ErrClosed

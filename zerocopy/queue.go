@@ -488,9 +488,26 @@ func (t *Topic) repair() error {
 	return nil
 }
 
+// aliveIn reports whether o runs, looking each owner up once: alive
+// holds the answers so far (one pass of the janitor, one graph query).
+func aliveIn(alive map[shm.Owner]bool, o shm.Owner) bool {
+	a, ok := alive[o]
+	if !ok {
+		a = shm.Alive(o)
+		alive[o] = a
+	}
+	return a
+}
+
 // reclaimDead frees the slots of endpoints whose process has died. It takes
 // the lock itself and reports how many it reclaimed.
-func (t *Topic) reclaimDead() (int, error) {
+func (t *Topic) reclaimDead() (int, error) { return t.reclaimDeadWith(map[shm.Owner]bool{}) }
+
+// reclaimDeadWith is reclaimDead with the liveness of owners already
+// judged: the janitor shares one map over a pass of all its topics, so a
+// process with endpoints on a thousand topics is looked up once per pass,
+// not once per topic.
+func (t *Topic) reclaimDeadWith(alive map[shm.Owner]bool) (int, error) {
 	type cand struct {
 		slot uint32
 		o    shm.Owner
@@ -499,7 +516,6 @@ func (t *Topic) reclaimDead() (int, error) {
 	if err := t.check(); err != nil {
 		return 0, err
 	}
-	alive := map[shm.Owner]bool{}
 	for slot := uint32(0); slot < t.slotCount(); slot++ {
 		so := t.slotOff(slot)
 		switch slotState(t.u32(so + eState).Load()) {
@@ -511,12 +527,7 @@ func (t *Topic) reclaimDead() (int, error) {
 			continue
 		}
 		o := shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}
-		a, ok := alive[o]
-		if !ok {
-			a = shm.Alive(o)
-			alive[o] = a
-		}
-		if !a {
+		if !aliveIn(alive, o) {
 			dead = append(dead, cand{slot, o})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
@@ -106,6 +107,13 @@ type Topic struct {
 	// mu guards the process-local endpoint list and caches below.
 	mu        sync.Mutex
 	endpoints map[uint32]endpointLocal // slot → local handle, for status updates
+	deadlines int                      // of them, those with a deadline
+
+	// The janitor's own (only its goroutine touches them): the generation
+	// at which it last ticked every local endpoint, and the topic's turn
+	// among the audits (janitorAudits).
+	tickedGen uint32
+	auditTurn uint32
 }
 
 // endpointLocal is what the janitor needs from a local endpoint.
@@ -381,6 +389,10 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (_ *Topic, err error
 		endpoints:    map[uint32]endpointLocal{},
 	}
 	t.pool = seg.Bytes(l.poolOff, l.poolSize)
+	h := fnv.New32a()
+	h.Write([]byte(seg.Name()))
+	t.auditTurn = h.Sum32()
+	t.tickedGen = t.generation.Load() - 1
 	return t, nil
 }
 

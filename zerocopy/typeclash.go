@@ -32,6 +32,7 @@ func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
 			byTopic[s[:i+1]] = append(byTopic[s[:i+1]], s)
 		}
 	}
+	alive := map[shm.Owner]bool{}
 	for _, t := range d.holdTopics() {
 		own := t.seg.Name()
 		var foreign []EndpointInfo
@@ -40,7 +41,7 @@ func (d *Domain) checkTypeClashes(prefix string, gen uint32) uint32 {
 				if s == own {
 					continue
 				}
-				eps, _, err := d.inspectSegment(s, t.name)
+				eps, _, err := d.inspectSegment(s, t.name, alive)
 				if err != nil {
 					continue
 				}

@@ -58,7 +58,7 @@ func TestOldVersionSegmentsReplaced(t *testing.T) {
 		k.Cmd.Process.Kill()
 		k.Wait(10 * time.Second)
 	}
-	dom := fmt.Sprintf("_d%d_", crashDomain)
+	dom := fmt.Sprintf("%s_d%d_", testutil.Prefix(), crashDomain) // this run's segments only: other runs share /dev/shm
 	for _, name := range []string{"upgraded", "left"} {
 		if n := setVersion(t, TopicVersion-1, dom+"t", name); n != 1 {
 			t.Fatalf("patched %d segments of %s, want 1", n, name)

@@ -184,15 +184,17 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 	}
 	ws := make([]shm.Waiter, 0, len(items))
 	counters := make([]*atomic.Uint32, 0, len(items))
+	var seen map[*atomic.Uint32]bool
+	if len(items) > dedupScan {
+		seen = make(map[*atomic.Uint32]bool, len(items))
+	}
 	for {
 		ws, counters = ws[:0], counters[:0]
-	items:
+		clear(seen)
 		for _, it := range items {
 			w, c := it.word()
-			for _, x := range ws { // subscriptions of one topic share a word
-				if x.Word == w {
-					continue items
-				}
+			if dup(ws, seen, w) { // subscriptions of one topic share a word
+				continue
 			}
 			ws = append(ws, shm.Waiter{Word: w, Val: w.Load()})
 			if c != nil {
@@ -223,6 +225,28 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 			c.Add(^uint32(0))
 		}
 	}
+}
+
+// dedupScan is the most items whose words are told apart by a scan; more
+// (a bridge link waiting on a thousand topics) use a map.
+const dedupScan = 16
+
+// dup reports whether w is among ws already (seen, when not nil, holds
+// them all), and records it in seen.
+func dup(ws []shm.Waiter, seen map[*atomic.Uint32]bool, w *atomic.Uint32) bool {
+	if seen != nil {
+		if seen[w] {
+			return true
+		}
+		seen[w] = true
+		return false
+	}
+	for _, x := range ws {
+		if x.Word == w {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitWord is a futex word and the value it held when a sleep was prepared:
@@ -258,12 +282,23 @@ func PrepareSleep(items []Waitable, ready []bool, words []WaitWord) (*Sleep, []W
 	}
 	s := &Sleep{items: items}
 	first := len(words)
+	var seen map[*atomic.Uint32]bool
+	if len(items) > dedupScan {
+		seen = make(map[*atomic.Uint32]bool, len(items))
+	}
 items:
 	for _, it := range items {
 		w, c := it.word()
-		for _, x := range words[first:] {
-			if x.Word == w {
-				continue items
+		if seen != nil {
+			if seen[w] {
+				continue
+			}
+			seen[w] = true
+		} else {
+			for _, x := range words[first:] {
+				if x.Word == w {
+					continue items
+				}
 			}
 		}
 		words = append(words, WaitWord{Word: w, Val: w.Load()})

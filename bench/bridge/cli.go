@@ -20,6 +20,7 @@ type Config struct {
 	Out     string // -out: the Markdown report, also written here
 	JSON    string // -json: raw results
 	Quiet   bool   // -q: no progress on stderr
+	Netns   bool   // -netns: RunNetns instead of Run
 }
 
 // Quick settings (-quick): tiny sizes and counts, for tests and a smoke
@@ -52,6 +53,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
+	fs.BoolVar(&c.Netns, "netns", false, "the hosts in two network namespaces joined by a veth pair: rgapsd, publisher and subscriber as processes in them, the bare loop between them (root)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: rgaps-bench bridge [flags]
 
@@ -156,7 +158,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		f.Close()
 	}
-	res, err := Run(ctx, c.Options)
+	run := Run
+	if c.Netns {
+		run = func(ctx context.Context, o Options) (*Result, error) { return RunNetns(ctx, o, NetnsOptions{}) }
+	}
+	res, err := run(ctx, c.Options)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; bridges closed, shared memory removed (%w)", err)

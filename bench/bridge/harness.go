@@ -228,12 +228,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
 		Sizes: o.Sizes, Prefix: o.Prefix, Rails: o.railsK(), Fill: o.Fill}
 	vs := o.variants()
-	k := o.railsK()
-	for i := range vs {
-		if vs[i].Key == KeyRails {
-			vs[i].Rails, vs[i].Name = k, railsName(vs[i].Provider, k)
-		}
-	}
+	k := o.resolveRails(vs)
 	bareK := k > 1 && slices.ContainsFunc(vs, func(v Variant) bool { return v.Key == KeyRails })
 	steps := o.Reps * len(o.Sizes) * (2 + len(vs))
 	if bareK {
@@ -313,15 +308,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	if res.BareNote != "" {
-		res.Bare, res.BareRails = nil, nil
+		res.BareRails = nil
 	}
-	for i := range res.Variants {
-		for j := range res.Variants[i].Cells {
-			res.Variants[i].Cells[j].finish()
-		}
-	}
-	res.Elapsed = benchutil.Seconds(time.Since(start))
-	res.Machine.LoadEnd = loadAvg()
+	res.finish(start)
 	return res, nil
 }
 

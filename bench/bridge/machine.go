@@ -1,9 +1,7 @@
 package benchbridge
 
 import (
-	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
@@ -26,28 +24,14 @@ type Machine struct {
 	LoadEnd   string `json:"load_end"`
 }
 
-// loadAvg is the first three fields of /proc/loadavg, or "unknown".
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
+// loadAvg is benchutil.LoadAvg.
+func loadAvg() string { return benchutil.LoadAvg() }
 
 func machineInfo() Machine {
-	m := Machine{CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: "unknown",
+	return Machine{CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: benchutil.OSName(),
 		Go: benchutil.GoVersion(), Libfabric: fabric.Available, Date: time.Now().UTC().Format(time.RFC3339), LoadStart: loadAvg()}
-	if b, err := os.ReadFile("/etc/os-release"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
-				m.OS = strings.Trim(v, `"`)
-			}
-		}
-	}
-	return m
 }
+
+// MachineInfo describes this machine now (the load at the start); the
+// other benchmarks of two hosts report it too.
+func MachineInfo() Machine { return machineInfo() }

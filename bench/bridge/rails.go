@@ -87,3 +87,34 @@ func (r *Result) writeRailsGoal(w io.Writer) {
 		r.Rails, GoalRailsVsBare, benchutil.FormatSize(GoalRailsSize), benchutil.MetWord(x >= GoalRailsVsBare), times(x),
 		times(vsBaseline(c.Runs, c.Messages, baselineFor(r.BareRails, GoalRailsSize))), r.Rails)
 }
+
+// timedText says what the throughput runs time.
+func (r *Result) timedText() string {
+	if r.Netns {
+		return "What is timed: the publisher process fills each whole message and the subscriber process checks it (a CRC-32C of the payload when verifying), as well as the bridges. "
+	}
+	return "What is timed: loan, publish, the bridges, take and return; the publisher writes " + filled(r.Fill) + " and the subscriber checks only the stamp, " +
+		"as producing and consuming the data are the application's work, not the bridge's (the bytes moved are the whole message either way). " +
+		"After each timed run an untimed verification pass (a quarter as many messages, at least 8, same window) writes whole payloads and checks their CRC-32C. "
+}
+
+// railsBaselineText describes the bare loop over K endpoints, when there
+// is one.
+func (r *Result) railsBaselineText() string {
+	if len(r.BareRails) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The bare loop over %d endpoints is the same loop between %d endpoint pairs at once, each message cut into %d pieces, one per pair (the rails variant's baseline). ", r.Rails, r.Rails, r.Rails)
+}
+
+// resolveRails gives the rails variant among vs its K and name, and
+// returns K.
+func (o Options) resolveRails(vs []Variant) int {
+	k := o.railsK()
+	for i := range vs {
+		if vs[i].Key == KeyRails {
+			vs[i].Rails, vs[i].Name = k, railsName(vs[i].Provider, k)
+		}
+	}
+	return k
+}

@@ -46,6 +46,9 @@ type Result struct {
 	// around; see openStream).
 	Resubscribes int               `json:"resubscribes"`
 	Elapsed      benchutil.Seconds `json:"elapsed_s"`
+	// Netns: the hosts were daemons and processes in two network
+	// namespaces (RunNetns), not two bridges in this process.
+	Netns bool `json:"netns,omitempty"`
 }
 
 // VariantResult is one bridge configuration's cells, one per size.
@@ -191,7 +194,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	if r.Verify {
 		check += "; the warm-up, latency and verification messages also a CRC-32C of the whole payload"
 	}
-	fmt.Fprintf(w, "Two bridges (\"hosts\" a and b, separate shared-memory prefixes) in this process over 127.0.0.1: "+
+	fmt.Fprintf(w, r.hostsText()+
 		"a publisher on host a, a subscriber on host b, RELIABLE KEEP_ALL. Ring %s. Default path: %s, write-imm, "+
 		"watermark 0 (head write-back after every record), one ring per host pair, one rail. The subscriber checked every "+
 		"message (%s): %s published, %s received intact.\n\n",
@@ -215,14 +218,9 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 
 	fmt.Fprintf(w, "\n## Throughput\n\n"+
 		"Publish as fast as possible with at most *window* messages per topic published and not yet taken, on a fresh pair of bridges per row and repetition; timed from "+
-		"the first publish until the subscriber took the last message (after two untimed warm-up messages). What is timed: loan, publish, the bridges, take "+
-		"and return; the publisher writes %s and the subscriber checks only the stamp, "+
-		"as producing and consuming the data are the application's work, not the bridge's (the bytes moved are the whole message either way). "+
-		"After each timed run an untimed verification pass (a quarter as many messages, at least 8, same window) writes whole payloads and checks their CRC-32C. "+
-		"%s GB/s = 10⁹ bytes/s of payload. The bare loop is fi_writedata in C between two endpoints of this process "+
-		"(fabric.MeasureBare, one size-byte region), over K endpoints the same with each message cut into K pieces, one per endpoint pair, all pairs at once (the rails variant's baseline); the transport loop is WriteImm through the transport.Provider "+
-		"API into a ring-sized region at consecutive offsets; neither has headers, head write-backs or pools. "+
-		"\"vs …\" columns are medians of the per-repetition ratios (each repetition measures every row once); \"vs default\" compares with the bridge's default path at the same size; multi-topic rows are aggregates. records/msg and write-backs/msg are the bridge's link counters.\n\n", filled(r.Fill), reps(r.Reps))
+		"the first publish until the subscriber took the last message (after two untimed warm-up messages). "+r.timedText()+
+		"%s GB/s = 10⁹ bytes/s of payload. "+r.baselinesText()+r.railsBaselineText()+
+		"\"vs …\" columns are medians of the per-repetition ratios (each repetition measures every row once); \"vs default\" compares with the bridge's default path at the same size; multi-topic rows are aggregates. records/msg and write-backs/msg are the bridge's link counters.\n\n", reps(r.Reps))
 	t = benchutil.Table{Head: []string{"size", "path", "messages", "window", "msg/s", "GB/s", "vs bare loop", "vs default", "records/msg", "write-backs/msg"}, Align: "llrrrrrrrr"}
 	for _, size := range r.Sizes {
 		sz := benchutil.FormatSize(size)
@@ -270,8 +268,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	}
 
 	// Latency.
-	fmt.Fprintf(w, "\n## Latency\n\nOne message at a time: from the publish call (message already written into its loan) "+
-		"until the subscriber's Take returned it, same process and clock; µs.\n\n")
+	fmt.Fprintf(w, "\n## Latency\n\n%s\n\n", r.latencyText())
 	t = benchutil.Table{Head: []string{"size", "path", "rounds", "p50 µs", "p99 µs", "mean µs", "p50 vs default"}, Align: "llrrrrr"}
 	for _, size := range r.Sizes {
 		dc := def.cell(size)
@@ -354,6 +351,7 @@ func reps(n int) string {
 	return fmt.Sprintf("msg/s and GB/s are the median of %d repetitions.", n)
 }
 
+// filled says what the timed publisher writes.
 func filled(fill bool) string {
 	if fill {
 		return "each whole message (-fill: as a producer that writes its data with the CPU, so the data is in the cache when the bridge sends it)"

@@ -1,30 +1,37 @@
 // Package benchdds is `rgaps-bench dds` (issue 14): the cost of the DDS
-// gateway (package gateway), measured in one process against a DDS
-// baseline taken in the same run.
+// gateway (package gateway), measured against a DDS baseline taken in the
+// same run, in two layouts:
 //
-// The process opens its own engine domain (a private shared-memory
-// prefix) and runs the gateway in-process (gateway.New, Serve in a
-// goroutine) on it, carrying only this run's topics; its DDS endpoints
-// are raw-CDR writers and readers of package dds on two participants of
-// their own. Payloads are std_msgs/msg/String CDR of the given total sizes.
+//   - processes (LayoutProcs, what the issue's goals are about: DDS-based
+//     ROS nodes are processes of their own): the gateway runs in a daemon
+//     process (`rgaps-bench daemon -dds`, rgapsd), each DDS endpoint in a
+//     child process (ChildCommand), the rgaps endpoints in this process;
+//     DDS→DDS goes from a writer process to a reader process;
+//   - one process (LayoutOne): the gateway in-process (gateway.New, Serve
+//     in a goroutine) and the DDS endpoints on participants of this
+//     process, so Cyclone hands DDS→DDS samples over inside the write
+//     call: the fastest DDS can be, a baseline no DDS node in another
+//     process gets.
 //
-//   - latency, one message at a time, publish → take: DDS→DDS (raw writer
-//     → raw reader, the baseline), rgaps→DDS (engine publisher → gateway
-//     → raw reader) and DDS→rgaps (raw writer → gateway → engine
-//     subscription); the gateway paths as ratios to DDS→DDS (goal ≤ 1.3×);
+// Both use this process's own engine domain (a private shared-memory
+// prefix); only the run's topics are carried. Payloads are
+// std_msgs/msg/String CDR of the given total sizes.
+//
+//   - latency, one message at a time, publish → take: DDS→DDS (the
+//     baseline), rgaps→DDS (engine publisher → gateway → DDS reader) and
+//     DDS→rgaps (DDS writer → gateway → engine subscription); the gateway
+//     paths as ratios to DDS→DDS (goal ≤ 1.3×). Across processes the
+//     receiver subtracts the send time stamped into the message;
 //   - throughput: one engine publisher and 8 engine subscriptions,
 //     RELIABLE KEEP_ALL, publishing as fast as the stream allows for a
 //     fixed time, until every reader has every message: on a topic the
 //     gateway does not carry, on one it carries with no DDS subscriber,
-//     and on one with a raw DDS reader through the gateway; the last as a
-//     share of the second (goal ≥ 90%), with the share of the messages
-//     the DDS reader received (the gateway's engine subscription is
-//     KEEP_LAST 100 even for KEEP_ALL publishers, so it may drop).
-//
-// All DDS endpoints live in this process, so Cyclone delivers between
-// them without the network: the DDS baseline is the fastest DDS can be,
-// and the gateway's ratios are upper bounds of what it adds to DDS nodes
-// in other processes.
+//     and on one with a DDS subscriber through the gateway, RELIABLE
+//     KEEP_LAST 10 (ROS's default: the gateway's mirror is KEEP_LAST and
+//     does not hold the publisher back) or RELIABLE KEEP_ALL (the mirror
+//     is KEEP_ALL: the DDS subscriber gets every message, so the stream
+//     goes at its pace); with the subscriber as a share of without (goal
+//     ≥ 90%), and the share of the messages the DDS subscriber received.
 package benchdds
 
 import (
@@ -35,17 +42,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 	"github.com/rmw-rgaps/rmw_rgaps/dds"
 	"github.com/rmw-rgaps/rmw_rgaps/gateway"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
@@ -62,8 +69,12 @@ const (
 	// ddsIdle: a throughput cell's DDS reader stops after this long
 	// without a message once the publisher has stopped.
 	ddsIdle = 500 * time.Millisecond
-	// MinSize is the smallest payload: a String CDR with one character.
-	MinSize = 16
+	// MinSize is the smallest payload: a String CDR with room for the send
+	// time and a sequence number (Stamp).
+	MinSize = 32
+	// poolSize is the topics' pool size (1 GiB: a few hundred 8 MiB
+	// messages queued for the slowest reader).
+	poolSize = 1 << 30
 )
 
 // ErrNoDDS wraps the reason the benchmark cannot run: libddsc cannot be loaded.
@@ -76,12 +87,22 @@ const (
 	PathFromDDS  = "DDS→rgaps"
 	CaseRgaps    = "rgaps only"
 	CaseGateway  = "gateway, no DDS subscriber"
-	CaseGatewayR = "gateway + 1 DDS subscriber"
+	CaseGatewayL = "gateway + DDS subscriber KEEP_LAST 10"
+	CaseGatewayR = "gateway + DDS subscriber KEEP_ALL"
+	CaseDDSAll   = "DDS→DDS KEEP_ALL"
+	LayoutProcs  = "processes"
+	LayoutOne    = "one process"
 )
 
 var (
-	Paths = []string{PathDDS, PathToDDS, PathFromDDS}
-	Cases = []string{CaseRgaps, CaseGateway, CaseGatewayR}
+	Paths   = []string{PathDDS, PathToDDS, PathFromDDS}
+	Cases   = []string{CaseRgaps, CaseGateway, CaseGatewayL, CaseGatewayR}
+	Layouts = []string{LayoutProcs, LayoutOne}
+	// ProcsCases are the processes layout's: DDS→DDS KEEP_ALL between two
+	// processes too, what a KEEP_ALL subscriber's stream cannot beat.
+	ProcsCases = append(slices.Clone(Cases), CaseDDSAll)
+	// sinkQoS is the DDS subscriber of a case (a childQoS kind).
+	sinkQoS = map[string]string{CaseGatewayL: "last", CaseGatewayR: "all"}
 )
 
 const (
@@ -97,7 +118,12 @@ type Options struct {
 	Duration time.Duration // publishing time of a throughput cell
 	Subs     int           // engine subscriptions of the throughput cells
 	Domain   uint32        // ROS domain (engine and DDS)
+	Layouts  []string      // LayoutProcs, LayoutOne (none: both)
 	Progress io.Writer     // progress lines (nil: none)
+	// Command makes the command of a process of the processes layout
+	// from its arguments: "daemon" and rgapsd's flags, or ChildCommand
+	// and a child's. nil: this executable (rgaps-bench) with them.
+	Command func(args ...string) *exec.Cmd
 }
 
 // RoundsFor is the number of timed rounds of a latency cell of size.
@@ -110,6 +136,7 @@ func RoundsFor(rounds, size int) int {
 
 // LatencyCell is one (path, size) of the latency table.
 type LatencyCell struct {
+	Layout  string            `json:"layout"`
 	Path    string            `json:"path"`
 	Size    int               `json:"size"`
 	Latency benchutil.Summary `json:"latency"`
@@ -118,18 +145,20 @@ type LatencyCell struct {
 
 // ThroughputCell is one (case, size) of the throughput table.
 type ThroughputCell struct {
+	Layout    string            `json:"layout"`
 	Case      string            `json:"case"`
 	Size      int               `json:"size"`
 	Messages  int64             `json:"messages"`
 	Elapsed   benchutil.Seconds `json:"elapsed_s"` // first publish → last reader has every message
 	Rate      float64           `json:"msgs_per_s"`
-	DDSGot    int64             `json:"dds_received,omitempty"` // of Messages: the gateway keeps up to 100 behind, dropping older ones
+	DDSGot    int64             `json:"dds_received,omitempty"` // of Messages (a KEEP_LAST subscriber may miss some)
 	Subs      int               `json:"subs"`
 	Delivered []int64           `json:"delivered"` // per engine subscription
 }
 
 // Setup is what a run measured with.
 type Setup struct {
+	Layouts  []string          `json:"layouts"`
 	Sizes    []int             `json:"sizes"`
 	Rounds   int               `json:"rounds"`
 	Warmup   int               `json:"warmup"`
@@ -152,20 +181,21 @@ type Result struct {
 	Elapsed    benchutil.Seconds `json:"elapsed_s"`
 }
 
-// Cell is the latency cell of path and size (nil: not measured).
-func (r *Result) Cell(path string, size int) *LatencyCell {
+// Cell is the latency cell of layout, path and size (nil: not measured).
+func (r *Result) Cell(layout, path string, size int) *LatencyCell {
 	for i := range r.Latency {
-		if c := &r.Latency[i]; c.Path == path && c.Size == size {
+		if c := &r.Latency[i]; c.Layout == layout && c.Path == path && c.Size == size {
 			return c
 		}
 	}
 	return nil
 }
 
-// Rate is the throughput cell of kase and size (nil: not measured).
-func (r *Result) Rate(kase string, size int) *ThroughputCell {
+// Rate is the throughput cell of layout, kase and size (nil: not
+// measured).
+func (r *Result) Rate(layout, kase string, size int) *ThroughputCell {
 	for i := range r.Throughput {
-		if c := &r.Throughput[i]; c.Case == kase && c.Size == size {
+		if c := &r.Throughput[i]; c.Layout == layout && c.Case == kase && c.Size == size {
 			return c
 		}
 	}
@@ -187,6 +217,11 @@ func StringCDR(size int) []byte {
 var latQoS = qos.Profile{History: qos.HistoryKeepLast, Depth: 10, Reliability: qos.ReliabilityReliable,
 	Durability: qos.DurabilityVolatile, Liveliness: qos.LivelinessAutomatic}
 
+// lastQoS is ROS's default profile: what a DDS subscriber of the
+// throughput cells asks when it may miss messages.
+var lastQoS = qos.Profile{History: qos.HistoryKeepLast, Depth: 10, Reliability: qos.ReliabilityReliable,
+	Durability: qos.DurabilityVolatile, Liveliness: qos.LivelinessAutomatic}
+
 var tpQoS = qos.Profile{History: qos.HistoryKeepAll, Reliability: qos.ReliabilityReliable,
 	Durability: qos.DurabilityVolatile, Liveliness: qos.LivelinessAutomatic}
 
@@ -200,6 +235,22 @@ type harness struct {
 	gwDone chan struct{}
 	gw     *gateway.Gateway
 	prefix string
+	daemon *daemonproc.Daemon // the processes layout's gateway
+	dir    string             // the daemon's log directory
+}
+
+// tag is what names the topics of a layout: those the layout's gateway
+// carries (carried) or not.
+func (h *harness) tag(layout string, carried bool) string {
+	switch {
+	case layout == LayoutProcs && carried:
+		return "pg"
+	case layout == LayoutProcs:
+		return "pd"
+	case carried:
+		return "gw"
+	}
+	return "dd"
 }
 
 func (h *harness) progress(format string, args ...any) {
@@ -222,6 +273,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			return nil, fmt.Errorf("%w: size %d below %d", zerocopy.ErrInvalid, s, MinSize)
 		}
 	}
+	if len(o.Layouts) == 0 {
+		o.Layouts = Layouts
+	}
+	if o.Command == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the executable to run processes: %w", err)
+		}
+		o.Command = func(args ...string) *exec.Cmd { return exec.Command(exe, args...) }
+	}
 	start := time.Now()
 	h := &harness{o: o, topic: fmt.Sprintf("/rgaps_bench_dds_%d", os.Getpid()), prefix: benchutil.PrivatePrefix("d")}
 	defer func() {
@@ -232,43 +293,72 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := h.open(); err != nil {
 		return nil, err
 	}
-	res = &Result{Setup: Setup{Sizes: o.Sizes, Rounds: o.Rounds, Warmup: o.Warmup, Duration: benchutil.Seconds(o.Duration),
+	res = &Result{Setup: Setup{Layouts: o.Layouts, Sizes: o.Sizes, Rounds: o.Rounds, Warmup: o.Warmup, Duration: benchutil.Seconds(o.Duration),
 		Subs: o.Subs, Domain: o.Domain, Prefix: h.prefix, CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(),
 		Kernel: benchutil.KernelRelease(), Go: benchutil.GoVersion(), DDSC: dds.LoadedFrom()}}
-	for _, size := range o.Sizes {
-		for _, p := range Paths {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			c, err := h.latency(ctx, p, size)
-			if err != nil {
-				return nil, fmt.Errorf("latency %s %s: %w", p, benchutil.FormatSize(size), err)
-			}
-			h.progress("latency %-10s %8s: p50 %s µs, p99 %s µs (%d rounds)", p, benchutil.FormatSize(size),
-				benchutil.US(c.Latency.P50), benchutil.US(c.Latency.P99), c.Latency.N)
-			res.Latency = append(res.Latency, c)
-		}
-	}
-	for _, size := range o.Sizes {
-		for _, k := range Cases {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			c, err := h.throughput(ctx, k, size)
-			if err != nil {
-				return nil, fmt.Errorf("throughput %s %s: %w", k, benchutil.FormatSize(size), err)
-			}
-			h.progress("throughput %-27s %8s: %.0f msgs/s", k, benchutil.FormatSize(size), c.Rate)
-			res.Throughput = append(res.Throughput, c)
+	for _, layout := range o.Layouts {
+		if err := h.runLayout(ctx, layout, res); err != nil {
+			return nil, err
 		}
 	}
 	res.Elapsed = benchutil.Seconds(time.Since(start))
 	return res, nil
 }
 
+// runLayout measures every latency path and throughput case of a layout
+// into res; the processes layout's daemon runs meanwhile.
+func (h *harness) runLayout(ctx context.Context, layout string, res *Result) error {
+	if layout == LayoutProcs {
+		if err := h.startDaemon(); err != nil {
+			return err
+		}
+		defer h.stopDaemon()
+	}
+	for _, size := range h.o.Sizes {
+		for _, p := range Paths {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			lat := h.latency
+			if layout == LayoutProcs {
+				lat = h.latencyProcs
+			}
+			c, err := lat(ctx, p, size)
+			if err != nil {
+				return fmt.Errorf("latency (%s) %s %s: %w", layout, p, benchutil.FormatSize(size), err)
+			}
+			h.progress("%s: latency %-10s %8s: p50 %s µs, p99 %s µs (%d rounds)", layout, p, benchutil.FormatSize(size),
+				benchutil.US(c.Latency.P50), benchutil.US(c.Latency.P99), c.Latency.N)
+			res.Latency = append(res.Latency, c)
+		}
+	}
+	cases := Cases
+	if layout == LayoutProcs {
+		cases = ProcsCases
+	}
+	for _, size := range h.o.Sizes {
+		for _, k := range cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			tp := h.throughput
+			if k == CaseDDSAll {
+				tp = h.throughputDDS
+			}
+			c, err := tp(ctx, layout, k, size)
+			if err != nil {
+				return fmt.Errorf("throughput (%s) %s %s: %w", layout, k, benchutil.FormatSize(size), err)
+			}
+			h.progress("%s: throughput %-38s %8s: %.0f msgs/s", layout, k, benchutil.FormatSize(size), c.Rate)
+			res.Throughput = append(res.Throughput, c)
+		}
+	}
+	return nil
+}
+
 func (h *harness) open() error {
-	cfg := zerocopy.Config{Prefix: h.prefix, Domain: h.o.Domain, PoolSize: 1 << 30, SkipStaleClean: true}
-	g, err := gateway.New(gateway.Options{Engine: cfg, Topics: []string{h.topic + "_gw*"}, Interval: 20 * time.Millisecond,
+	cfg := zerocopy.Config{Prefix: h.prefix, Domain: h.o.Domain, PoolSize: poolSize, SkipStaleClean: true}
+	g, err := gateway.New(gateway.Options{Engine: cfg, Topics: []string{h.topic + "_" + h.tag(LayoutOne, true) + "*"}, Interval: 20 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("starting the gateway: %w", err)
@@ -290,7 +380,7 @@ func (h *harness) open() error {
 // close stops the gateway, closes everything and removes the prefix's
 // shared memory.
 func (h *harness) close() error {
-	var errs []error
+	errs := []error{h.stopDaemon()}
 	for _, p := range []*dds.Participant{h.pr, h.pw} {
 		if p != nil {
 			errs = append(errs, p.Close())
@@ -362,14 +452,14 @@ func takeRgaps(s *zerocopy.Subscription, size int) error {
 	return nil
 }
 
-// latency measures one (path, size) cell on topics of its own.
+// latency measures one (path, size) cell of the one-process layout on
+// topics of its own.
 func (h *harness) latency(ctx context.Context, path string, size int) (LatencyCell, error) {
-	c := LatencyCell{Path: path, Size: size}
-	topic := fmt.Sprintf("%s_gw_lat_%d_%d", h.topic, size, slices.Index(Paths, path))
+	c := LatencyCell{Layout: LayoutOne, Path: path, Size: size}
+	topic := fmt.Sprintf("%s_%s_lat_%d_%d", h.topic, h.tag(LayoutOne, path != PathDDS), size, slices.Index(Paths, path))
 	from, to := h.rgapsPublisher, h.ddsReader
 	switch path {
 	case PathDDS:
-		topic = fmt.Sprintf("%s_dd_lat_%d", h.topic, size) // not carried by the gateway
 		from = h.ddsWriter
 	case PathFromDDS:
 		from, to = h.ddsWriter, h.rgapsSubscription
@@ -466,167 +556,4 @@ func (h *harness) reader(topic string, q qos.Profile) (*dds.Reader, error) {
 		return nil, err
 	}
 	return t.NewReader(dds.EndpointOptions{QoS: q})
-}
-
-// throughput measures one (case, size) cell on a topic of its own: the
-// publisher publishes for Duration, then the cell ends when every reader
-// has every message.
-func (h *harness) throughput(ctx context.Context, kase string, size int) (ThroughputCell, error) {
-	c := ThroughputCell{Case: kase, Size: size, Subs: h.o.Subs}
-	topic := fmt.Sprintf("%s_tp_%d", h.topic, size) // not carried
-	if kase != CaseRgaps {
-		topic = fmt.Sprintf("%s_gw_tp_%d_%d", h.topic, size, slices.Index(Cases, kase))
-	}
-	var subs []*zerocopy.Subscription
-	defer func() {
-		for _, s := range subs {
-			s.Close()
-		}
-	}()
-	for range h.o.Subs {
-		s, err := h.dom.NewSubscription(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: tpQoS})
-		if err != nil {
-			return c, err
-		}
-		subs = append(subs, s)
-	}
-	var r *dds.Reader
-	if kase == CaseGatewayR {
-		var err error
-		if r, err = h.reader(topic, tpQoS); err != nil {
-			return c, err
-		}
-		defer r.Close()
-	}
-	p, err := h.dom.NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: typeName, Node: benchNode, QoS: tpQoS})
-	if err != nil {
-		return c, err
-	}
-	defer p.Close()
-	want := h.o.Subs
-	if kase != CaseRgaps {
-		want++ // the gateway's republishing subscription
-	}
-	if err := waitFor(ctx, "the subscriptions to match", func() bool {
-		return p.Matched() >= want && (r == nil || matched(r.Matched, 1))
-	}); err != nil {
-		return c, err
-	}
-
-	var published atomic.Int64
-	done := make(chan struct{}) // closed when the publisher has stopped; published is final
-	got := make([]atomic.Int64, h.o.Subs+1)
-	lastAt := make([]atomic.Int64, h.o.Subs+1) // ns since start of the reader's last message
-	var wg sync.WaitGroup
-	start := time.Now()
-	finished := func(k int) bool {
-		select {
-		case <-done:
-			return got[k].Load() >= published.Load()
-		default:
-			return false
-		}
-	}
-	errc := make(chan error, h.o.Subs+2)
-	deadline := start.Add(h.o.Duration + 30*time.Second)
-	for k, s := range subs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !finished(k) {
-				if time.Now().After(deadline) {
-					errc <- fmt.Errorf("subscription %d got %d of %d messages", k, got[k].Load(), published.Load())
-					return
-				}
-				smp, err := s.TakeWait(50 * time.Millisecond)
-				if errors.Is(err, zerocopy.ErrTimeout) || errors.Is(err, zerocopy.ErrNoData) {
-					continue
-				}
-				if err != nil {
-					errc <- err
-					return
-				}
-				smp.Return()
-				got[k].Add(1)
-				lastAt[k].Store(int64(time.Since(start)))
-			}
-		}()
-	}
-	if r != nil {
-		k := h.o.Subs
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			idle := time.Now()
-			for !finished(k) {
-				s, ok, err := r.Take()
-				if err != nil {
-					errc <- err
-					return
-				}
-				if !ok {
-					// The gateway's subscription is KEEP_LAST (package
-					// gateway maps KEEP_ALL to a depth of 100), so the DDS
-					// reader may miss messages: it stops once idle
-					// after the publisher has.
-					select {
-					case <-done:
-						if time.Since(idle) > ddsIdle || time.Now().After(deadline) {
-							return
-						}
-					default:
-					}
-					r.Wait(50 * time.Millisecond)
-					continue
-				}
-				idle = time.Now()
-				if len(s.Data) < size {
-					errc <- fmt.Errorf("DDS sample of %d bytes, want %d", len(s.Data), size)
-					return
-				}
-				got[k].Add(1)
-				lastAt[k].Store(int64(time.Since(start)))
-			}
-		}()
-	}
-	msg := StringCDR(size)
-	var perr error
-	for end := start.Add(h.o.Duration); time.Now().Before(end) && ctx.Err() == nil; {
-		if err := p.Publish(msg); err != nil {
-			if errors.Is(err, zerocopy.ErrQueueFull) || errors.Is(err, zerocopy.ErrPoolExhausted) {
-				continue // a reader is behind: the stream's pace
-			}
-			perr = err
-			break
-		}
-		published.Add(1)
-	}
-	close(done)
-	wg.Wait()
-	close(errc)
-	if perr != nil {
-		return c, perr
-	}
-	if err := ctx.Err(); err != nil {
-		return c, err
-	}
-	if err := <-errc; err != nil {
-		return c, err
-	}
-	c.Messages = published.Load()
-	var last int64
-	for k := range got {
-		last = max(last, lastAt[k].Load())
-	}
-	for k := range h.o.Subs {
-		c.Delivered = append(c.Delivered, got[k].Load())
-	}
-	if r != nil {
-		c.DDSGot = got[h.o.Subs].Load()
-	}
-	c.Elapsed = benchutil.Seconds(last)
-	if last > 0 {
-		c.Rate = float64(c.Messages) / time.Duration(last).Seconds()
-	}
-	return c, nil
 }

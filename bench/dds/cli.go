@@ -28,10 +28,11 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	dur := fs.Duration("duration", DefaultDuration, "publishing time of each throughput cell")
 	subs := fs.Int("subs", DefaultSubs, "engine subscriptions of the throughput cells")
 	domain := fs.Uint("domain", DefaultDomain, "ROS domain id of the run (engine and DDS)")
+	layouts := fs.String("layouts", "procs,one", "where the endpoints run: procs (the gateway in a daemon, each DDS endpoint in a process of its own), one (everything in this process)")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results (every sample) to this file")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rgaps-bench dds [flags]\n\nThe DDS gateway's latency (rgaps→DDS, DDS→rgaps) against DDS→DDS, and an rgaps\nstream's throughput with and without a DDS subscriber through the gateway, in one\nprocess; Markdown on stdout. Needs libddsc (Cyclone DDS).\n\nflags:")
+		fmt.Fprintln(stderr, "usage: rgaps-bench dds [flags]\n\nThe DDS gateway's latency (rgaps→DDS, DDS→rgaps) against DDS→DDS, and an rgaps\nstream's throughput with and without a DDS subscriber through the gateway, with\nthe gateway and DDS endpoints in processes of their own and in one process;\nMarkdown on stdout. Needs libddsc (Cyclone DDS).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := benchutil.ParseFlags(fs, args); err != nil {
@@ -51,6 +52,16 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	}
 	if *domain > 232 {
 		return c, fmt.Errorf("-domain %d: above 232", *domain)
+	}
+	for _, l := range strings.Split(*layouts, ",") {
+		switch strings.TrimSpace(l) {
+		case "procs":
+			c.Options.Layouts = append(c.Options.Layouts, LayoutProcs)
+		case "one":
+			c.Options.Layouts = append(c.Options.Layouts, LayoutOne)
+		default:
+			return c, fmt.Errorf("-layouts: %q is neither procs nor one", l)
+		}
 	}
 	c.Options.Rounds, c.Options.Warmup, c.Options.Duration, c.Options.Subs, c.Options.Domain = *rounds, *warmup, *dur, *subs, uint32(*domain)
 	if !*quiet {

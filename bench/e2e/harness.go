@@ -182,12 +182,12 @@ func newEnv(ctx context.Context, o Options) (env *Env, cleanup func(), err error
 			return nil, nil, err
 		}
 		cleanup = func() {
-			ns.close()
+			ns.Close()
 			os.RemoveAll(work)
 		}
 		env.Netns = true
-		env.A = Host{Name: "A", Netns: ns.a, Addr: ns.addrA}
-		env.B = Host{Name: "B", Netns: ns.b, Addr: ns.addrB}
+		env.A = Host{Name: "A", Netns: ns.NS[0], Addr: ns.Addr[0]}
+		env.B = Host{Name: "B", Netns: ns.NS[1], Addr: ns.Addr[1]}
 	}
 	if p, err := iceoryx.FindRouDi(); err == nil {
 		env.IoxRouDi = p

@@ -61,6 +61,12 @@ type Child struct {
 // killed if the harness dies; name names it in errors. Blocking reads and
 // writes on the socket give up after env.PeerTimeout.
 func StartChild(env *Env, h Host, name, role string, args ...string) (*Child, error) {
+	return StartChildFiles(env, h, name, role, nil, args...)
+}
+
+// StartChildFiles is StartChild with files passed on to the child as fds
+// 4, 5, … (a socket pair between two children, say).
+func StartChildFiles(env *Env, h Host, name, role string, files []*os.File, args ...string) (*Child, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socketpair: %w", err)
@@ -75,7 +81,7 @@ func StartChild(env *Env, h Host, name, role string, args ...string) (*Child, er
 	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	syscall.SetsockoptTimeval(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	cmd := env.Command(h, role, args...)
-	cmd.ExtraFiles = []*os.File{child}
+	cmd.ExtraFiles = append([]*os.File{child}, files...)
 	p := &Child{name: name, cmd: cmd, ctl: benchutil.FD(fds[0]), stderr: &benchutil.TailBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	// Own process group (a terminal's ^C reaches the harness alone, which

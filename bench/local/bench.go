@@ -45,7 +45,7 @@ const (
 	// iterations (at least 10) and of the warm-up (at least 2).
 	BigSize = 16 << 20
 	// MaxSubs bounds the subscriber processes of one run.
-	MaxSubs = 64
+	MaxSubs = 256
 	// MaxIters bounds iterations, warm-up and samples (memory: 8 bytes each
 	// per subscriber).
 	MaxIters = 10_000_000

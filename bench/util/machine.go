@@ -54,3 +54,32 @@ func NvidiaDriver() string {
 	}
 	return "unknown"
 }
+
+// LoadAvg is the first three fields of /proc/loadavg (the 1-, 5- and
+// 15-minute load averages), or "unknown": on a shared machine they say
+// how much a run's figures are worth.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// OSName is PRETTY_NAME of /etc/os-release, or "unknown".
+func OSName() string {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "unknown"
+}

@@ -23,7 +23,9 @@ import (
 const Version = 1
 
 // Status is what the daemon's bridge knows: its peers, their graphs and
-// the state of every data link. `rgaps topic list/info` show it.
+// the state of every data link; and what its DDS gateway knows of ROS 2
+// nodes on DDS. `rgaps topic list/info`, `rgaps node list` and the rmw's
+// graph queries show it.
 type Status struct {
 	// Version is the daemon's Version (0 from daemons older than the
 	// field).
@@ -32,6 +34,11 @@ type Status struct {
 	Provider string       `json:"provider"` // the data path: fabric:tcp, fabric:shm, tcp, …
 	Listen   string       `json:"listen"`
 	Peers    []PeerStatus `json:"peers"`
+	// DDS is the graph of ROS 2 nodes on DDS the daemon's DDS gateway
+	// sees; absent without the gateway. A daemon that runs the gateway
+	// but no bridge answers with this alone (Host, Provider and Listen
+	// empty, no peers).
+	DDS *DDSGraph `json:"dds,omitempty"`
 }
 
 // PeerStatus is one remote daemon.
@@ -94,13 +101,22 @@ func PathName(provider string) string {
 	return provider
 }
 
-// Socket is the abstract Unix socket where the daemon answers status
-// queries: @<prefix>-bridge-d<domain> (per network namespace).
+// Socket is the abstract Unix socket where the daemon's bridge answers
+// status queries: @<prefix>-bridge-d<domain> (per network namespace).
 func Socket(cfg zerocopy.Config) string {
 	return fmt.Sprintf("@%s-bridge-d%d", cfg.Prefix, cfg.Domain)
 }
 
-// ErrNoDaemon reports that no bridge daemon runs for the domain.
+// DDSSocket is the abstract Unix socket where the daemon's DDS gateway
+// answers (a Status with Version and DDS alone):
+// @<prefix>-dds-d<domain>. The gateway has its own, so that it and the
+// bridge may run in one daemon or in two.
+func DDSSocket(cfg zerocopy.Config) string {
+	return fmt.Sprintf("@%s-dds-d%d", cfg.Prefix, cfg.Domain)
+}
+
+// ErrNoDaemon reports that no daemon with a bridge or a DDS gateway runs
+// for the domain.
 var ErrNoDaemon = errors.New("no bridge daemon runs for this domain")
 
 // ErrVersion reports a daemon whose status is of another Version: the
@@ -108,10 +124,31 @@ var ErrNoDaemon = errors.New("no bridge daemon runs for this domain")
 var ErrVersion = errors.New("bridge daemon status of another version")
 
 // Query asks the local daemon for its Status (one JSON object per
-// connection; the daemon answers processes of its own user or root).
+// connection; the daemon answers processes of its own user or root): the
+// bridge's answer on Socket, with DDS from the gateway's on DDSSocket.
+// Either may be missing (Provider is empty without a bridge, DDS nil
+// without a gateway); ErrNoDaemon when both are. An answer of another
+// Version is an error wrapping ErrVersion.
 func Query(cfg zerocopy.Config) (Status, error) {
+	st, err := queryOne(Socket(cfg))
+	if err != nil && !errors.Is(err, ErrNoDaemon) {
+		return Status{}, err
+	}
+	ds, derr := queryOne(DDSSocket(cfg))
+	switch {
+	case derr == nil:
+		st.Version, st.DDS = ds.Version, ds.DDS
+		return st, nil
+	case !errors.Is(derr, ErrNoDaemon):
+		return Status{}, derr
+	}
+	return st, err
+}
+
+// queryOne reads one answer from a status socket.
+func queryOne(socket string) (Status, error) {
 	var st Status
-	c, err := net.DialTimeout("unix", Socket(cfg), time.Second)
+	c, err := net.DialTimeout("unix", socket, time.Second)
 	if err != nil {
 		return st, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
 	}

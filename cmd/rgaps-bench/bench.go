@@ -20,7 +20,7 @@ func init() {
 	register("bridge", "throughput and latency through two bridges over loopback (libfabric tcp by default) against a bare fi_writedata loop and plain TCP", runBenchBridge)
 	register("e2e", "a GPU message on host A to N GPU subscribers on host B (thesis Figure 4.6): ours, the thesis' baseline pipeline (Iceoryx) and the serial lower bound in one run; tables and PNG/SVG plots", runBenchE2E)
 	register("ros", "the end-to-end latency through ROS 2: rclcpp GPU loans on rmw_rgaps (one and two hosts), rmw_cyclonedds_cpp with per-subscriber copies, and the Go API, N subscribers, in one run (needs a sourced ROS 2 and examples/ros)", runBenchROS)
-	register("dds", "the DDS gateway in one process: rgaps→DDS and DDS→rgaps latency against DDS→DDS, and an rgaps stream's throughput with and without a DDS subscriber through the gateway (needs libddsc)", runBenchDDS)
+	register("dds", "the DDS gateway (in a daemon, DDS endpoints in processes of their own; and all in one process): rgaps→DDS and DDS→rgaps latency against DDS→DDS, and an rgaps stream's throughput with and without a DDS subscriber through the gateway (needs libddsc)", runBenchDDS)
 	register(benchlocal.ChildCommand, "(internal) subscriber process of `rgaps-bench local`", func(args []string) error {
 		if len(args) != 0 {
 			return errUsage

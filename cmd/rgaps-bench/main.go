@@ -3,7 +3,7 @@
 // library link none of the benchmark code, its plotting libraries or the
 // Iceoryx loader.
 //
-//	rgaps-bench local|gpu|bridge|e2e|ros [flags]
+//	rgaps-bench local|gpu|bridge|e2e|ros|dds|scale [flags]
 //
 // Its hidden commands are what the benchmarks re-execute: the subscriber
 // processes of local and gpu, the child roles of e2e, and `daemon` (the

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	bridgestatus "github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"io"
 	"os"
 	"strings"
+
+	bridgestatus "github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 
 	"golang.org/x/sys/unix"
 
@@ -114,23 +115,31 @@ func doctor(w io.Writer) {
 		c.Close()
 	}
 	fmt.Fprintln(w, "inter-host bridge")
-	if st, err := bridgestatus.Query(cfg); errors.Is(err, bridgestatus.ErrVersion) {
+	bst, err := bridgestatus.Query(cfg)
+	if errors.Is(err, bridgestatus.ErrVersion) {
 		fmt.Fprintf(w, "  domain %d: %v\n", cfg.Domain, err)
-	} else if err != nil {
+	} else if err != nil || bst.Provider == "" {
 		fmt.Fprintf(w, "  domain %d: no daemon bridges this host (rgaps daemon -peers HOST, or -config FILE)\n", cfg.Domain)
 	} else {
 		up := 0
-		for _, p := range st.Peers {
+		for _, p := range bst.Peers {
 			if p.Up {
 				up++
 			}
 		}
-		fmt.Fprintf(w, "  host %s, data path %s, %d of %d peers up\n", st.Host, st.Provider, up, len(st.Peers))
-		for _, p := range st.Peers {
+		fmt.Fprintf(w, "  host %s, data path %s, %d of %d peers up\n", bst.Host, bst.Provider, up, len(bst.Peers))
+		for _, p := range bst.Peers {
 			if !p.Up {
 				fix("peer %s is down: check that its daemon runs, the address, the cluster secret and the firewall", p.Host)
 			}
 		}
+	}
+	fmt.Fprintln(w, "DDS gateway")
+	if err != nil || bst.DDS == nil {
+		fmt.Fprintf(w, "  domain %d: not reported (rgaps daemon -dds carries topics to and from ROS 2 nodes on Cyclone DDS)\n", cfg.Domain)
+	} else {
+		fmt.Fprintf(w, "  participant %s, %d ROS 2 nodes on DDS, %d of their endpoints on carried topics, %d malformed ros_discovery_info samples dropped\n",
+			bst.DDS.Participant, len(bst.DDS.Nodes), len(bst.DDS.Endpoints), bst.DDS.Malformed)
 	}
 
 	if len(fixes) == 0 {

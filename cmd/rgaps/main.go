@@ -4,6 +4,7 @@
 // runs it.
 //
 //	rgaps topic list|info|pub|echo|hz ...
+//	rgaps node list
 //	rgaps demo
 //	rgaps daemon [flags]
 //	rgaps doctor

@@ -388,19 +388,23 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 		return fmt.Errorf("reading the graph: %w", err)
 	}
 	g := graphView{topics: topics}
-	// Endpoints on other hosts, from this host's daemon when it bridges.
+	// Endpoints on other hosts and of ROS 2 nodes on DDS, from this host's
+	// daemon when it bridges or runs the DDS gateway.
 	st, err := status.Query(ctx.Engine().Config())
 	if errors.Is(err, status.ErrVersion) {
-		fmt.Fprintf(os.Stderr, "rgaps: other hosts left out: %v\n", err)
+		fmt.Fprintf(os.Stderr, "rgaps: other hosts and DDS nodes left out: %v\n", err)
 	}
 	if err == nil {
-		g.bridged = true
+		g.status = &st
 		for _, p := range st.Peers {
-			for _, e := range p.Endpoints {
-				g.remote = append(g.remote, e)
-				if !slices.ContainsFunc(g.topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic }) {
-					g.topics = append(g.topics, zerocopy.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
-				}
+			g.remote = append(g.remote, p.Endpoints...)
+		}
+		if st.DDS != nil {
+			g.remote = append(g.remote, st.DDS.Endpoints...)
+		}
+		for _, e := range g.remote {
+			if !slices.ContainsFunc(g.topics, func(t zerocopy.TopicInfo) bool { return t.Name == e.Topic }) {
+				g.topics = append(g.topics, zerocopy.TopicInfo{Name: e.Topic, Type: e.Type, Path: e.Path})
 			}
 		}
 		slices.SortFunc(g.topics, func(a, b zerocopy.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -408,12 +412,13 @@ func withGraph(d domainFlag, fn func(ctx *rgaps.Context, g graphView) error) err
 	return fn(ctx, g)
 }
 
-// graphView is the graph the topic tools show: this host's topics and, when
-// a bridge daemon runs, the endpoints on other hosts it knows of.
+// graphView is the graph the topic tools show: this host's topics and,
+// when a daemon reports them, the endpoints on other hosts (bridge) and of
+// ROS 2 nodes on DDS (Path status.PathDDS, Host their participant).
 type graphView struct {
-	topics  []zerocopy.TopicInfo
-	remote  []status.RemoteEndpoint
-	bridged bool
+	topics []zerocopy.TopicInfo
+	remote []status.RemoteEndpoint
+	status *status.Status // the daemon's answer; nil when none
 }
 
 func (s *session) interrupted() bool { return s.stop.Ready() }

@@ -1,10 +1,10 @@
 package main
 
-// rgaps topic list and info: the graph of this host and of bridged hosts.
+// rgaps topic list and info: the graph of this host, of bridged hosts and
+// of ROS 2 nodes on DDS.
 
 import (
 	"bufio"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"path"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	rgaps "github.com/rmw-rgaps/rmw_rgaps"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/status"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/names"
 )
@@ -80,7 +81,8 @@ func runInfo(o infoOpts, w io.Writer) error {
 
 // printInfo is info for the topics read from ctx's graph, with the
 // endpoints on other hosts the bridge daemon reports (their data path is
-// the bridge's transport: fabric:<provider> or tcp).
+// the bridge's transport: fabric:<provider> or tcp) and those of ROS 2
+// nodes on DDS the DDS gateway reports (data path dds).
 func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 	i := slices.IndexFunc(g.topics, func(t zerocopy.TopicInfo) bool { return t.Name == o.topic })
 	if i < 0 {
@@ -106,15 +108,7 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 		if e.Topic != o.topic {
 			continue
 		}
-		kind := zerocopy.KindSubscription
-		if e.Kind == zerocopy.KindPublisher.String() {
-			kind = zerocopy.KindPublisher
-		}
-		var gid zerocopy.GID
-		hex.Decode(gid[:], []byte(e.GID))
-		hash, _ := zerocopy.ParseTypeHash(e.TypeHash) // unknown when malformed
-		rows = append(rows, row{EndpointInfo: zerocopy.EndpointInfo{Topic: e.Topic, Type: e.Type, TypeHash: hash, Kind: kind, Node: e.Node, GID: gid, QoS: e.QoS, Path: e.Path},
-			host: e.Host, localPath: e.LocalPath})
+		rows = append(rows, row{EndpointInfo: e.Info(), host: e.Host, localPath: e.LocalPath})
 	}
 	// Count from the endpoint list, which is read after the topic list:
 	// the two agree with each other even when the graph just changed.
@@ -166,6 +160,8 @@ func printInfo(ctx *rgaps.Context, g graphView, o infoOpts, w io.Writer) error {
 				if e.Kind == zerocopy.KindSubscription && e.Malformed > 0 {
 					fmt.Fprintf(bw, "Malformed messages dropped: %d\n", e.Malformed)
 				}
+			} else if e.Path == status.PathDDS {
+				fmt.Fprintf(bw, "DDS participant: %s\nData path: dds (through the DDS gateway)\n", e.host)
 			} else {
 				fmt.Fprintf(bw, "Host: %s\nData path: %s (on its host: %s)\n", e.host, e.Path, e.localPath)
 			}

@@ -7,7 +7,6 @@ package main
 // The codec is typesupport/schema's; nothing here writes CDR by hand.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -160,33 +159,23 @@ func (f echoFormat) printMessage(w io.Writer, m *schema.Message, prefix int, b, 
 	return err
 }
 
-// The meta block of a message published with a device loan (the rmw's
-// split layout, docs/ARCHITECTURE.md §3.12): "RGDM", version 1, the device
-// field's index, then the CDR of the other fields.
-const (
-	metaHeader  = 16
-	metaVersion = 1
-)
-
-// decodeSplit decodes a split message: the fields from the meta block, the
-// device field from the payload's bytes.
+// decodeSplit decodes a message published with a device loan (the rmw's
+// split layout, docs/ARCHITECTURE.md §3.12): the fields from the meta
+// block, the byte field it names from the payload's bytes.
 func decodeSplit(m *schema.Message, payload, meta []byte) (*schema.Struct, error) {
-	if len(meta) < metaHeader || string(meta[:4]) != "RGDM" {
-		return nil, fmt.Errorf("a meta block of %d bytes without the RGDM header", len(meta))
-	}
-	if meta[4] != metaVersion {
-		return nil, fmt.Errorf("meta block version %d (this rgaps reads %d)", meta[4], metaVersion)
-	}
-	v, err := schema.Decode(m, meta[metaHeader:])
+	i, rest, err := schema.ParseMeta(meta)
 	if err != nil {
 		return nil, err
 	}
-	i := int(binary.LittleEndian.Uint32(meta[8:]))
 	if i >= len(m.Fields) {
 		return nil, fmt.Errorf("the meta block names field %d of %d", i, len(m.Fields))
 	}
-	if _, ok := v.Values[i].([]byte); !ok {
+	if !m.Fields[i].IsByteSequence() {
 		return nil, fmt.Errorf("the meta block names field %s, which is not a uint8[]", m.Fields[i].Name)
+	}
+	v, err := schema.Decode(m, rest)
+	if err != nil {
+		return nil, err
 	}
 	v.Values[i] = payload
 	return v, nil

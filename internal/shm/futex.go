@@ -66,8 +66,11 @@ var waitvUnsupported atomic.Bool
 // WaitMany blocks until any of the words differs from its value (checked
 // atomically by the kernel, so a wake between the caller's check and the
 // wait is not lost), a wake on one of them, or the timeout (negative: none).
-// It uses futex_waitv; on kernels without it, and for more than MaxWaitMany
-// words, it falls back to waiting on the first word with short timeouts and
+// It uses futex_waitv. More than MaxWaitMany words are waited on in
+// batches, each in a futex_waitv of its own on its own thread, together
+// with a cancel word that the first batch to return bumps to end the
+// others: no polling, however many words. On kernels without futex_waitv
+// it falls back to waiting on the first word with short timeouts and
 // polling the rest, which is correct but slower. It returns ErrTimeout on
 // timeout, nil otherwise (callers re-check every condition).
 func WaitMany(ws []Waiter, timeout time.Duration) error {
@@ -81,35 +84,85 @@ func WaitMany(ws []Waiter, timeout time.Duration) error {
 	if len(ws) == 1 {
 		return Wait(ws[0].Word, ws[0].Val, timeout)
 	}
-	if len(ws) <= MaxWaitMany && !waitvUnsupported.Load() {
-		var arr [MaxWaitMany]futexWaitv
-		for i, w := range ws {
-			arr[i] = futexWaitv{val: uint64(w.Val), uaddr: uint64(uintptr(unsafe.Pointer(w.Word))), flags: futex2U32}
-		}
-		var tsp unsafe.Pointer
-		var ts unix.Timespec
+	if !waitvUnsupported.Load() {
+		var deadline *unix.Timespec
 		if timeout >= 0 {
 			// futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
 			var now unix.Timespec
 			unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
-			ts = unix.NsecToTimespec(now.Nano() + int64(timeout))
-			tsp = unsafe.Pointer(&ts)
+			ts := unix.NsecToTimespec(now.Nano() + int64(timeout))
+			deadline = &ts
 		}
-		_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(len(ws)), 0, uintptr(tsp), unix.CLOCK_MONOTONIC, 0)
-		switch e {
-		case 0, unix.EAGAIN, unix.EINTR:
-			return nil // woken, a value already changed, or a signal
-		case unix.ETIMEDOUT:
-			return ErrTimeout
-		case unix.ENOSYS, unix.EPERM, unix.EACCES:
-			// No futex_waitv (old kernel, or a seccomp profile without it):
-			// poll from now on rather than spin on the error.
-			waitvUnsupported.Store(true)
-		default:
-			return fmt.Errorf("futex_waitv: %w", e)
+		var err error
+		if len(ws) <= MaxWaitMany {
+			err = waitv(ws, nil, deadline)
+		} else {
+			err = waitBatches(ws, deadline)
+		}
+		if !errors.Is(err, errNoWaitv) {
+			return err
 		}
 	}
 	return pollMany(ws, timeout)
+}
+
+// errNoWaitv: the kernel (or a seccomp profile) has no futex_waitv.
+var errNoWaitv = errors.New("no futex_waitv")
+
+// waitv is one futex_waitv over ws and, unless nil, the word extra with
+// value 0 (len(ws) < MaxWaitMany then), until deadline (nil: none).
+func waitv(ws []Waiter, extra *atomic.Uint32, deadline *unix.Timespec) error {
+	var arr [MaxWaitMany]futexWaitv
+	for i, w := range ws {
+		arr[i] = futexWaitv{val: uint64(w.Val), uaddr: uint64(uintptr(unsafe.Pointer(w.Word))), flags: futex2U32}
+	}
+	n := len(ws)
+	if extra != nil {
+		arr[n] = futexWaitv{uaddr: uint64(uintptr(unsafe.Pointer(extra))), flags: futex2U32}
+		n++
+	}
+	_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(n), 0, uintptr(unsafe.Pointer(deadline)), unix.CLOCK_MONOTONIC, 0)
+	switch e {
+	case 0, unix.EAGAIN, unix.EINTR:
+		return nil // woken, a value already changed, or a signal
+	case unix.ETIMEDOUT:
+		return ErrTimeout
+	case unix.ENOSYS, unix.EPERM, unix.EACCES:
+		// Poll from now on rather than spin on the error.
+		waitvUnsupported.Store(true)
+		return errNoWaitv
+	}
+	return fmt.Errorf("futex_waitv: %w", e)
+}
+
+// waitBatches waits on more than MaxWaitMany words: batches of
+// MaxWaitMany-1 words plus a cancel word each, all but the last on
+// goroutines of their own (each blocks a thread in the kernel), the last
+// on the caller's. The first batch to return raises the cancel word, which
+// wakes the others, and its result is the wait's; it returns when all
+// batches have.
+func waitBatches(ws []Waiter, deadline *unix.Timespec) error {
+	const per = MaxWaitMany - 1
+	cancel := new(atomic.Uint32) // futex_waitv's words need no special memory
+	var first error
+	done := make(chan struct{})
+	run := func(batch []Waiter) {
+		err := waitv(batch, cancel, deadline)
+		if cancel.CompareAndSwap(0, 1) {
+			first = err // read after every batch is done
+			WakeAll(cancel)
+		}
+		done <- struct{}{}
+	}
+	n := (len(ws) + per - 1) / per
+	for i := 0; i < n-1; i++ {
+		go run(ws[i*per : (i+1)*per])
+	}
+	go run(ws[(n-1)*per:])
+	for range n {
+		<-done
+	}
+	return first
 }
 
 func pollMany(ws []Waiter, timeout time.Duration) error {

@@ -96,6 +96,49 @@ func TestWaitMany(t *testing.T) {
 	}
 }
 
+// More words than one futex_waitv takes are waited on in batches, each
+// asleep in the kernel: a wake of a word of any batch ends the wait (and
+// every batch's thread), a word that changed before the wait ends it at
+// once, and nothing changed is a timeout. A change without a wake is not
+// seen before the timeout: the batches sleep, nothing polls the words.
+func TestWaitManyBeyondOneCall(t *testing.T) {
+	const n = 1000
+	words, err := LocalWords(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := make([]Waiter, n)
+	for i := range ws {
+		ws[i] = Waiter{words[i], 0}
+	}
+	if err := WaitMany(ws, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("nothing changed: %v", err)
+	}
+	for _, i := range []int{0, MaxWaitMany - 2, MaxWaitMany - 1, 500, n - 1} {
+		done := make(chan error, 1)
+		go func() { done <- WaitMany(ws, time.Minute) }()
+		time.Sleep(10 * time.Millisecond)
+		words[i].Add(1)
+		Wake(words[i], 1)
+		if err := <-done; err != nil {
+			t.Fatalf("word %d woken: %v", i, err)
+		}
+		ws[i].Val = words[i].Load()
+	}
+	words[700].Add(1)
+	if err := WaitMany(ws, time.Minute); err != nil {
+		t.Fatalf("word 700 changed before the wait: %v", err)
+	}
+	ws[700].Val = words[700].Load()
+	done := make(chan error, 1)
+	go func() { done <- WaitMany(ws, 300*time.Millisecond) }()
+	time.Sleep(10 * time.Millisecond)
+	words[900].Add(1) // no wake
+	if err := <-done; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("a change without a wake ended the wait (%v): the words were polled", err)
+	}
+}
+
 // A lock held by a process that has died is taken over, and says so.
 func TestLockTakeoverFromDeadHolder(t *testing.T) {
 	s, err := Create(name(t), 4096, 0o600, -1)

@@ -247,6 +247,51 @@ static inline int h_wait_sub(rmw_wait_set_t *ws, const rmw_subscription_t *s, in
 }
 
 /* Polls cond (an expression) for up to ms milliseconds. */
+/* node_present reads the graph once. */
+static inline int node_present(rmw_node_t *n, const char *name, const char *ns)
+{
+	rcutils_string_array_t names = {0, NULL, {0}}, nss = {0, NULL, {0}};
+	if (rmw_get_node_names(n, &names, &nss) != RMW_RET_OK)
+		return -1;
+	int found = 0;
+	for (size_t i = 0; i < names.size; i++)
+		if (strcmp(names.data[i], name) == 0 && strcmp(nss.data[i], ns) == 0)
+			found = 1;
+	h_string_array_fini(&names);
+	h_string_array_fini(&nss);
+	return found;
+}
+
+/* WAIT_GRAPH blocks on n's graph guard condition until cond holds, at
+ * most ms, waking every 100 ms to look again; it waits with the program's
+ * wait set ws. */
+#define WAIT_GRAPH(n, cond, ms)                                                           \
+	({                                                                                \
+		const rmw_guard_condition_t *g_ = rmw_node_get_graph_guard_condition(n); \
+		int64_t end_ = h_now_ns() + (int64_t)(ms) * 1000000LL;                    \
+		int ok_ = 0;                                                              \
+		while (!(ok_ = (cond)) && h_now_ns() < end_) {                            \
+			void *ga_[1] = {g_->data};                                        \
+			rmw_guard_conditions_t gcs_ = {1, ga_};                           \
+			rmw_time_t t_ = {0, 100000000};                                   \
+			rmw_wait(NULL, &gcs_, NULL, NULL, NULL, ws, &t_);                 \
+		}                                                                         \
+		ok_;                                                                      \
+	})
+
+/* topic_has_type reads the graph once. */
+static inline int topic_has_type(rmw_node_t *n, const char *topic, const char *type)
+{
+	rcutils_allocator_t a = h_allocator();
+	rmw_names_and_types_t nt;
+	memset(&nt, 0, sizeof nt);
+	if (rmw_get_topic_names_and_types(n, &a, false, &nt) != RMW_RET_OK)
+		return 0;
+	int i = h_index_of(&nt.names, topic), ok = i >= 0 && h_has_string(&nt.types[i], type);
+	h_names_and_types_fini(&nt);
+	return ok;
+}
+
 #define H_EVENTUALLY(cond, ms)                                      \
 	({                                                          \
 		int64_t end_ = h_now_ns() + (int64_t)(ms) * 1000000LL; \

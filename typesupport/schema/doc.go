@@ -46,4 +46,13 @@
 // [PlainSize] decides, as the rmw library's walkers do, whether a type is
 // plain (its C memory layout is its CDR layout), which puts 4 reserved
 // bytes before the CDR of its messages on rmw topics.
+//
+// # Split messages
+//
+// A message published with a device loan travels as its byte field's
+// bytes and a meta block holding the rest (docs/ARCHITECTURE.md §3.12).
+// [ByteField] picks the field by the rmw's rule, [AppendMetaHeader] and
+// [ParseMeta] write and read the meta block's header, [Detach] cuts a
+// whole message's CDR into the rest and the field's bytes, [Attach] and
+// [Join] put them together again, byte for byte what [Encode] writes.
 package schema
