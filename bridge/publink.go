@@ -286,7 +286,7 @@ func (l *writerLink) restartMessage() {
 		n := first.off / uint64(first.hdr.Chunk)
 		h := first.hdr
 		h.Chunk, h.PayloadLen = c, n
-		pre = append(pre, flight{ot: first.ot, smp: first.smp, hdr: h, off: uint64(c) * n})
+		pre = append(pre, flight{ot: first.ot, smp: first.smp, hdr: h, off: uint64(c) * n, prefix: first.prefix})
 		first.ot.refs++
 	}
 	rest := append([]flight(nil), l.fl[l.fh:]...)

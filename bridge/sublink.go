@@ -367,6 +367,11 @@ func (l *readerLink) pump() (pace, time.Duration, error) {
 		return 0, 0, err
 	}
 	l.rails.wantCompl.Store(l.wbPending) // woken when the last write-back completed
+	if l.wbPending && l.rails.done(0, l.wbPosted) {
+		// The write-back in flight completed before the pumps were asked
+		// to report it: no event will come, so write the head back now.
+		return paceNow, 0, nil
+	}
 	finished := placing + done - len(l.placing)
 	switch {
 	case n > 0 || done > 0 || finished > 0:

@@ -166,7 +166,7 @@ func (g *Gateway) takeInfo() {
 			continue // its writer is gone already, or it is the gateway's own
 		}
 		info, err := decodeInfo(s.Data)
-		if err == nil && [12]byte(info.gid[:12]) != s.Writer.Prefix() {
+		if err == nil && ([12]byte(info.gid[:12]) != s.Writer.Prefix() || [4]byte(info.gid[12:]) != participantEntity) {
 			err = fmt.Errorf("participant %s speaks for participant %s", dds.GUID(s.Writer).String(), dds.GUID(info.gid).String())
 		}
 		if err != nil {
@@ -179,6 +179,11 @@ func (g *Gateway) takeInfo() {
 		d.heard[info.gid] = heard{info: info, writer: s.Writer}
 	}
 }
+
+// participantEntity is the DDSI entity id of a participant (0x000001c1):
+// a participant's gid is its GUID, so a sample keyed by any other last 4
+// bytes would list the same participant's nodes once more.
+var participantEntity = [4]byte{0, 0, 1, 0xc1}
 
 // ddsGraphOf forgets the participants whose ros_discovery_info writer is
 // gone from discovery (the participant left, or its lease expired) and

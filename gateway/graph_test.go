@@ -201,7 +201,12 @@ func TestGraphMalformedAndOtherGateways(t *testing.T) {
 	must(t, ros.info.Write(good[:len(good)-5]))
 	foreign := handInfo(binary.LittleEndian, testGid(9), []nodeEntities{{namespace: "/", name: "gr_never"}})
 	must(t, ros.info.Write(foreign))
-	eventually(t, "two samples counted malformed", func() bool { return g.Graph().Malformed >= 2 })
+	// its own prefix but not a participant's entity id: the participant
+	// would be listed twice
+	skewed := gid(ros.part.GUID())
+	skewed[15] ^= 0xff
+	must(t, ros.info.Write(handInfo(binary.LittleEndian, skewed, []nodeEntities{{namespace: "/", name: "gr_never"}})))
+	eventually(t, "three samples counted malformed", func() bool { return g.Graph().Malformed >= 3 })
 	gr := g.Graph()
 	if _, ok := nodeNamed(gr, "/"+name); !ok {
 		t.Errorf("the participant's last good state was lost: %+v", gr.Nodes)
