@@ -29,12 +29,33 @@ func TestMainDDSGateway(t *testing.T) {
 	if err := Main(context.Background(), []string{"-dds", "-dds-topics", "/a,[x"}, cfg, &out); err == nil || !strings.Contains(err.Error(), "pattern") {
 		t.Errorf("bad pattern: %v", err)
 	}
+	t.Run("flags", func(t *testing.T) {
+		testMainDDSGateway(t, cfg, []string{"-dds", "-dds-topics", "/rgd_yes*", "-dds-ledger", t.TempDir() + "/ledger"})
+	})
+	t.Run("config file", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(dir+"/secret", []byte("0123456789abcdef-test-secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf := "listen = 127.0.0.1:0\nsecret-file = secret\ndds = on\ndds-topics = /rgd_yes*\ndds-ledger = " + dir + "/ledger\n"
+		if err := os.WriteFile(dir+"/rgapsd.conf", []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		testMainDDSGateway(t, cfg, []string{"-config", dir + "/rgapsd.conf"})
+	})
+}
+
+// testMainDDSGateway runs Main with args, which must start the gateway
+// carrying /rgd_yes* only, and checks that it carries /rgd_yes to DDS and
+// not /rgd_no.
+func testMainDDSGateway(t *testing.T, cfg zerocopy.Config, args []string) {
+	domain := cfg.Domain
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Main(ctx, []string{"-dds", "-dds-topics", "/rgd_yes*", "-dds-ledger", t.TempDir() + "/ledger"}, cfg, &log)
+		done <- Main(ctx, args, cfg, &log)
 	}()
 
 	dom, err := zerocopy.Open(cfg)

@@ -51,6 +51,21 @@ func Main(ctx context.Context, args []string, engine zerocopy.Config, stderr io.
 	if err != nil {
 		return err
 	}
+	if o.Bridge != nil {
+		// The config file's gateway keys, where no flag says otherwise.
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		c := o.Bridge.Control
+		if !set["dds"] && c.DDS != "" {
+			*ddsOn = c.DDS == "on"
+		}
+		if !set["dds-topics"] && c.DDSTopics != "" {
+			*ddsTopics = c.DDSTopics
+		}
+		if !set["dds-ledger"] && c.DDSLedger != "" {
+			*ddsLedger = c.DDSLedger
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o.Log = log
 	start := time.Now()

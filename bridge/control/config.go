@@ -130,6 +130,10 @@ type Config struct {
 	Heartbeat  time.Duration // DefaultHeartbeat unless set
 	DeadAfter  time.Duration // DefaultDeadAfter unless set
 	Extra      map[string]string
+	// DDS ("on" or "off"; "" when not set), DDSTopics and DDSLedger are
+	// the DDS gateway's settings (rgapsd's -dds, -dds-topics, -dds-ledger),
+	// passed through.
+	DDS, DDSTopics, DDSLedger string
 }
 
 // LoadConfig reads a daemon config file: one `key = value` per line, blank
@@ -145,6 +149,9 @@ type Config struct {
 //	provider     the data-path transport, passed through
 //	rails        the data path's connections per ring, passed through
 //	host-id      this host's id in the cluster
+//	dds          on or off: run the DDS gateway (rgapsd's -dds)
+//	dds-topics   the gateway's topic patterns, passed through
+//	dds-ledger   the gateway's ledger file, passed through
 //	heartbeat    Go duration (default 500ms)
 //	dead-after   Go duration (default 3s), longer than heartbeat
 //	x-…          anything: kept in Extra for the daemon's own settings
@@ -212,6 +219,15 @@ func LoadConfig(path string, domain int) (Config, error) {
 			cfg.Provider = value
 		case key == "rails":
 			cfg.Rails = value
+		case key == "dds":
+			if value != "on" && value != "off" {
+				return Config{}, bad("dds %q: want on or off", value)
+			}
+			cfg.DDS = value
+		case key == "dds-topics":
+			cfg.DDSTopics = value
+		case key == "dds-ledger":
+			cfg.DDSLedger = value
 		case key == "host-id":
 			if strings.ContainsAny(value, " \t") || len(value) > maxHostID {
 				return Config{}, bad("host-id %q: no spaces, at most %d bytes", value, maxHostID)

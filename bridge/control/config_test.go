@@ -105,6 +105,9 @@ host-id = node-a
 heartbeat = 250ms
 dead-after = 2s
 x-ring-size = 64MiB
+dds = on
+dds-topics = /cam/*,/chatter
+dds-ledger = /var/lib/rgaps/ledger
 `
 	wantFull := Config{
 		Listen:     "0.0.0.0:7800",
@@ -117,6 +120,9 @@ x-ring-size = 64MiB
 		Heartbeat:  250 * time.Millisecond,
 		DeadAfter:  2 * time.Second,
 		Extra:      map[string]string{"x-ring-size": "64MiB"},
+		DDS:        "on",
+		DDSTopics:  "/cam/*,/chatter",
+		DDSLedger:  "/var/lib/rgaps/ledger",
 	}
 	minimal := Config{Listen: ":7705", Heartbeat: DefaultHeartbeat, DeadAfter: DefaultDeadAfter, Extra: map[string]string{}}
 
@@ -150,6 +156,7 @@ x-ring-size = 64MiB
 		{"missing secret file", "secret-file = nope.secret\n", 0o644, nil, "no such file"},
 		{"short secret", "secret-file = short.secret\n", 0o644, nil, "secret of 5 bytes"},
 		{"x- alone", "x- = 1\n", 0o644, nil, "unknown key"},
+		{"bad dds", "dds = yes\n", 0o644, nil, "cfg:1: dds \"yes\": want on or off"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
