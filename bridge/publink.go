@@ -270,9 +270,18 @@ func (l *writerLink) open(in *inbox) error {
 // restartMessage makes a new reader's first record a message's first
 // chunk: when the oldest unacknowledged record is a later chunk (the old
 // reader acknowledged the first ones), the flights of the earlier chunks
-// are put back in front of it.
+// are put back in front of it. When every record is acknowledged but the
+// current message has chunks posted (the old reader acknowledged them
+// while the writer waited, for ring room or a staging copy), that message
+// starts again at its first chunk.
 func (l *writerLink) restartMessage() {
 	if l.fh == len(l.fl) {
+		if m := l.cur; m != nil && m.next > 0 {
+			// open's resetStaging left nothing staged (l.pend is empty);
+			// the chunks are staged again from the still-held sample,
+			// and the message keeps its own reference to the topic.
+			m.next, m.staged = 0, 0
+		}
 		return
 	}
 	first := l.fl[l.fh]
