@@ -12,6 +12,7 @@ import (
 	"time"
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/bench/util/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
@@ -105,6 +106,11 @@ func TestQuick(t *testing.T) {
 			var md strings.Builder
 			res.WriteMarkdown(&md)
 			checkMarkdown(t, md.String(), res)
+			base := filepath.Join(t.TempDir(), "bridge")
+			if files, err := res.WritePlots(base); err != nil || len(files) != 2 {
+				t.Fatalf("plots %v: %v", files, err)
+			}
+			benchtest.CheckPlot(t, base+"-throughput")
 		})
 	}
 }
@@ -186,11 +192,11 @@ func TestParseArgs(t *testing.T) {
 	if c.Options.N != 3 || c.Options.Rounds != QuickRounds || c.Options.RingSize != QuickRing || len(c.Options.Sizes) != len(QuickSizes) {
 		t.Errorf("-quick -n 3: %+v", c.Options)
 	}
-	c, err = ParseArgs([]string{"-sizes", "64K", "-ring", "16M", "-provider", "tcp", "-out", "x.md"}, os.Stderr)
+	c, err = ParseArgs([]string{"-sizes", "64K", "-ring", "16M", "-provider", "tcp", "-out", "x.md", "-plot", "x"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Options.Sizes[0] != 64<<10 || c.Options.RingSize != 16<<20 || c.Out != "x.md" {
+	if c.Options.Sizes[0] != 64<<10 || c.Options.RingSize != 16<<20 || c.Out != "x.md" || c.Plot != "x" {
 		t.Errorf("got %+v", c)
 	}
 	for _, bad := range [][]string{{"-sizes", "8"}, {"-ring", "100"}, {"-n", "-1"}, {"-variants", "nope"}, {"extra"}, {"-rounds", "0"}, {"-rails", "17"}, {"-rails", "-1"}} {

@@ -19,6 +19,7 @@ type Config struct {
 	Options Options
 	Out     string // -out: the Markdown report, also written here
 	JSON    string // -json: raw results
+	Plot    string // -plot: prefix of the plot
 	Quiet   bool   // -q: no progress on stderr
 	Netns   bool   // -netns: RunNetns instead of Run
 }
@@ -52,6 +53,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	rails := fs.Int("rails", 0, "K of the rails variant (one topic over K connections) and of its K-endpoint bare loop (0: what the bridge chooses on this machine)")
 	fs.StringVar(&c.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
+	fs.StringVar(&c.Plot, "plot", "", "also draw PREFIX-throughput.png/.svg: GB/s against the message size, a line per variant and per baseline loop")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
 	fs.BoolVar(&c.Netns, "netns", false, "the hosts in two network namespaces joined by a veth pair: rgapsd, publisher and subscriber as processes in them, the bare loop between them (root)")
 	fs.Usage = func() {
@@ -138,7 +140,8 @@ func variantKeys() string {
 
 // Command is `rgaps-bench bridge`: it parses args, runs the benchmark
 // (until ctx is cancelled), writes the Markdown report on stdout and, as
-// asked, to -out FILE and the raw results to -json FILE.
+// asked, to -out FILE, the raw results to -json FILE and a plot to
+// -plot PREFIX.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := ParseArgs(args, stderr)
 	if err != nil {
@@ -190,6 +193,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		fmt.Fprintf(stderr, "raw results written to %s\n", c.JSON)
+	}
+	if c.Plot != "" {
+		if _, err := res.WritePlots(c.Plot); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "plot written to %s-throughput.png/.svg\n", c.Plot)
 	}
 	return nil
 }

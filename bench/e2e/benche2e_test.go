@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,22 +148,7 @@ func checkRun(t *testing.T, o Options) {
 	}
 	for _, size := range o.Sizes {
 		base := fmt.Sprintf("%s-%s", prefix, strings.ReplaceAll(fmtSize(size), " ", ""))
-		f, err := os.Open(base + ".png")
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Errorf("%s.png: %v", base, err)
-		} else if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
-			t.Errorf("%s.png is %v", base, b)
-		}
-		svg, err := os.ReadFile(base + ".svg")
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSVG(t, svg)
+		benchtest.CheckPlot(t, base)
 		if !strings.Contains(string(md), filepath.Base(base)+".png") {
 			t.Errorf("report does not show %s.png", filepath.Base(base))
 		}
@@ -180,32 +163,6 @@ func checkRun(t *testing.T, o Options) {
 	}
 	if len(back.Systems) != 2 || len(back.Systems[0].Cells) != len(res.Systems[0].Cells) {
 		t.Errorf("JSON round trip lost cells")
-	}
-}
-
-// checkSVG parses svg as XML and checks that it is an svg document with
-// drawing in it.
-func checkSVG(t *testing.T, svg []byte) {
-	t.Helper()
-	d := xml.NewDecoder(bytes.NewReader(svg))
-	root, elems := "", 0
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if err.Error() != "EOF" {
-				t.Errorf("svg: %v", err)
-			}
-			break
-		}
-		if se, ok := tok.(xml.StartElement); ok {
-			if root == "" {
-				root = se.Name.Local
-			}
-			elems++
-		}
-	}
-	if root != "svg" || elems < 10 {
-		t.Errorf("svg: root %q, %d elements", root, elems)
 	}
 }
 

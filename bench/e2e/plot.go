@@ -5,11 +5,6 @@ import (
 	"image/color"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 )
 
@@ -31,72 +26,42 @@ var oursColour = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 func (r *Result) WritePlots(prefix string) (map[int64][]string, error) {
 	out := map[int64][]string{}
 	for k, size := range r.Setup.Sizes {
-		p := plot.New()
 		name := benchutil.FormatSize(int(size))
-		p.Title.Text = fmt.Sprintf("(%c) %s: latency from publish on host A to a device pointer on host B", 'a'+k, name)
-		p.X.Label.Text = "subscribers N"
-		p.Y.Label.Text = "latency (ms)"
-		p.Y.Min = 0
-		var ticks plot.ConstantTicks
-		for _, n := range r.Setup.Ns {
-			ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+		lp := benchutil.LinePlot{
+			Title:  fmt.Sprintf("(%c) %s: latency from publish on host A to a device pointer on host B", 'a'+k, name),
+			XLabel: "subscribers N", YLabel: "latency (ms)",
+			XTicks: benchutil.IntTicks(r.Setup.Ns),
 		}
-		p.X.Tick.Marker = ticks
-		p.Legend.Top, p.Legend.Left = true, true
-		any, top := false, 0.0
 		for si, sys := range r.Systems {
-			var avg, p99 plotter.XYs
+			var avg, p99 []benchutil.Point
 			for _, n := range r.Setup.Ns {
 				if c := sys.Cell(size, n); c != nil {
-					avg = append(avg, plotter.XY{X: float64(n), Y: float64(c.Latency.Avg) / 1e6})
-					p99 = append(p99, plotter.XY{X: float64(n), Y: float64(c.Latency.P99) / 1e6})
-					top = max(top, float64(c.Latency.P99)/1e6)
+					avg = append(avg, benchutil.Point{X: float64(n), Y: float64(c.Latency.Avg) / 1e6})
+					p99 = append(p99, benchutil.Point{X: float64(n), Y: float64(c.Latency.P99) / 1e6})
 				}
 			}
 			if len(avg) == 0 {
 				continue
 			}
-			any = true
 			st, ok := styles[sys.Name]
 			if !ok {
 				st.c = oursColour
 			}
-			l, pts, err := plotter.NewLinePoints(avg)
-			if err != nil {
-				return nil, err
-			}
-			l.Color, l.Width = st.c, vg.Points(1.5)
-			if st.dash {
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-			}
-			pts.Color = st.c
-			pts.Shape = draw.GlyphDrawer(markers[si%len(markers)])
-			pl, err := plotter.NewLine(p99)
-			if err != nil {
-				return nil, err
-			}
-			pl.Color, pl.Width = st.c, vg.Points(0.5)
-			pl.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-			p.Add(l, pts, pl)
-			p.Legend.Add(sys.Name+" (avg)", l, pts)
-			p.Legend.Add(sys.Name+" (p99)", pl)
+			lp.Series = append(lp.Series,
+				benchutil.Series{Name: sys.Name + " (avg)", Points: avg, Color: st.c, Dashed: st.dash, Marker: 1 + si},
+				benchutil.Series{Name: sys.Name + " (p99)", Points: p99, Color: st.c, Thin: true})
 		}
-		if !any {
+		if lp.Empty() {
 			continue
 		}
-		p.Y.Max = top * 1.4 // room for the legend
 		if r.ours() == nil {
-			p.Title.Text += "\n(ours not measured in this run)"
+			lp.Title += "\n(ours not measured in this run)"
 		}
-		base := fmt.Sprintf("%s-%s", prefix, strings.ReplaceAll(name, " ", ""))
-		for _, ext := range []string{".png", ".svg"} {
-			if err := p.Save(8*vg.Inch, 5*vg.Inch, base+ext); err != nil {
-				return nil, fmt.Errorf("writing %s: %w", base+ext, err)
-			}
-			out[size] = append(out[size], base+ext)
+		files, err := lp.Save(fmt.Sprintf("%s-%s", prefix, strings.ReplaceAll(name, " ", "")))
+		if err != nil {
+			return nil, err
 		}
+		out[size] = files
 	}
 	return out, nil
 }
-
-var markers = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}

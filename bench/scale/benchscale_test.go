@@ -103,6 +103,12 @@ func TestScaleQuick(t *testing.T) {
 	if len(tables) != 3 || len(tables[1]) != 2 || len(tables[2]) != 4 {
 		t.Fatalf("tables %v in\n%s", tables, md.String())
 	}
+	base := filepath.Join(t.TempDir(), "scale")
+	if files, err := res.WritePlots(base); err != nil || len(files) != 4 {
+		t.Fatalf("plots %v: %v", files, err)
+	}
+	benchtest.CheckPlot(t, base+"-setup")
+	benchtest.CheckPlot(t, base+"-memory")
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +158,8 @@ func TestScaleCommand(t *testing.T) {
 		x.Exe, x.ChildArgs, x.ChildEnv, x.Prefix = o.Exe, o.ChildArgs, o.ChildEnv, o.Prefix
 	}
 	defer func() { testHook = nil }()
-	args := []string{"-quick", "-idle", "200ms", "-ring", "4MiB", "-q", "-json", out}
+	plots := filepath.Join(filepath.Dir(out), "scale")
+	args := []string{"-quick", "-idle", "200ms", "-ring", "4MiB", "-q", "-json", out, "-plot", plots}
 	if o.Loopback {
 		args = append(args, "-loopback")
 	}
@@ -170,5 +177,7 @@ func TestScaleCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil || len(r.Cells) != 1 || r.Cells[0].Topics != QuickTopics[0] || r.RingSize != 4<<20 {
 		t.Fatalf("JSON: %v %+v", err, r)
 	}
+	benchtest.CheckPlot(t, plots+"-setup")
+	benchtest.CheckPlot(t, plots+"-memory")
 	noSegments(t, o.Prefix)
 }

@@ -17,6 +17,7 @@ import (
 type Config struct {
 	Options Options
 	JSON    string // -json: raw results
+	Plot    string // -plot: prefix of the plots
 	Quiet   bool   // -q: no progress on stderr
 }
 
@@ -44,6 +45,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	loopback := fs.Bool("loopback", false, "both hosts in this network namespace over 127.0.0.1 (no root needed)")
 	quick := fs.Bool("quick", false, "one tiny cell (10 topics, 2 subscriber processes, 1 publisher process, -idle 1s) unless given")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
+	fs.StringVar(&c.Plot, "plot", "", "also draw plots: PREFIX-setup.png/.svg (times against topics) and PREFIX-memory.png/.svg (daemon RSS and PSS against topics)")
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: rgaps-bench scale [flags]
@@ -110,7 +112,7 @@ var testHook func(*Options)
 
 // Command is `rgaps-bench scale`: it parses args, runs the benchmark
 // (until ctx is cancelled), writes the Markdown report on stdout and, as
-// asked, the raw results to -json FILE.
+// asked, the raw results to -json FILE and plots to -plot PREFIX.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := ParseArgs(args, stderr)
 	if err != nil {
@@ -145,6 +147,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if c.JSON != "" {
 		fmt.Fprintf(stderr, "raw results written to %s\n", c.JSON)
+	}
+	if c.Plot != "" {
+		if _, err := res.WritePlots(c.Plot); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "plots written to %s-setup.png/.svg and %s-memory.png/.svg\n", c.Plot, c.Plot)
 	}
 	return nil
 }

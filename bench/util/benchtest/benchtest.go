@@ -1,9 +1,12 @@
-// Package benchtest holds what the tests of bench/local and
-// bench/gpu share. It is imported only by tests.
+// Package benchtest holds what the tests of the benchmarks share. It is
+// imported only by tests.
 package benchtest
 
 import (
 	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -125,4 +128,53 @@ func MarkdownTables(t testing.TB, doc string) [][][]string {
 		tables = append(tables, rows)
 	}
 	return tables
+}
+
+// CheckPlot checks base.png (a PNG image of at least 100 × 100 pixels)
+// and base.svg (an svg document with drawing in it), as
+// benchutil.LinePlot.Save writes them.
+func CheckPlot(t testing.TB, base string) {
+	t.Helper()
+	b, err := os.ReadFile(base + ".png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("%s.png is no PNG (%d bytes)", base, len(b))
+	} else if img, err := png.Decode(bytes.NewReader(b)); err != nil {
+		t.Errorf("%s.png: %v", base, err)
+	} else if r := img.Bounds(); r.Dx() < 100 || r.Dy() < 100 {
+		t.Errorf("%s.png is %v", base, r)
+	}
+	svg, err := os.ReadFile(base + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckSVG(t, svg)
+}
+
+// CheckSVG parses svg as XML and checks that it is an svg document with
+// drawing in it.
+func CheckSVG(t testing.TB, svg []byte) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	root, elems := "", 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err != io.EOF {
+				t.Errorf("svg: %v", err)
+			}
+			break
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			elems++
+		}
+	}
+	if root != "svg" || elems < 10 {
+		t.Errorf("svg: root %q, %d elements", root, elems)
+	}
 }
