@@ -263,19 +263,11 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 				return nil, err
 			}
 			n := o.messages(size)
-			if res.BareNote == "" {
-				pr.step(fmt.Sprintf("bare fi_writedata loop, %s × %d", benchutil.FormatSize(size), n))
-				b, err := measureBare(o.Provider, size, n, o.Prefix)
-				if err != nil {
-					if !notSupported(err) {
-						return nil, fmt.Errorf("bare loop, %s: %w", benchutil.FormatSize(size), err)
-					}
-					res.BareNote = err.Error()
-				} else {
-					res.Bare[i].add(b)
-				}
-			} else {
-				pr.step("no bare loop")
+			err := res.bareStep(pr, i, size, fmt.Sprintf("bare fi_writedata loop, %s × %d", benchutil.FormatSize(size), n), func() (Baseline, error) {
+				return measureBare(o.Provider, size, n, o.Prefix)
+			})
+			if err != nil {
+				return nil, err
 			}
 			if bareK {
 				pr.step(fmt.Sprintf("bare fi_writedata loop over %d endpoints, %s × %d", k, benchutil.FormatSize(size), n))
@@ -311,6 +303,27 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	res.finish(start)
 	return res, nil
+}
+
+// bareStep measures a bare loop into res.Bare[i] with measure, unless an
+// earlier one found that the provider has none (res.BareNote, set here
+// then: the run goes on without the baseline).
+func (res *Result) bareStep(pr *progress, i, size int, what string, measure func() (Baseline, error)) error {
+	if res.BareNote != "" {
+		pr.step("no bare loop")
+		return nil
+	}
+	pr.step(what)
+	b, err := measure()
+	if err != nil {
+		if !notSupported(err) {
+			return fmt.Errorf("bare loop, %s: %w", benchutil.FormatSize(size), err)
+		}
+		res.BareNote = err.Error()
+		return nil
+	}
+	res.Bare[i].add(b)
+	return nil
 }
 
 // removeSegments removes what the run's hosts left in /dev/shm (graph

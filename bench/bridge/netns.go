@@ -95,19 +95,11 @@ func RunNetns(ctx context.Context, o Options, n NetnsOptions) (res *Result, err 
 				return nil, err
 			}
 			iters := o.messages(size)
-			if res.BareNote == "" {
-				pr.step(fmt.Sprintf("bare fi_writedata loop between the namespaces, %s × %d", benchutil.FormatSize(size), iters))
-				b, err := w.bare(size, iters)
-				if err != nil {
-					if !notSupported(err) {
-						return nil, fmt.Errorf("bare loop, %s: %w", benchutil.FormatSize(size), err)
-					}
-					res.BareNote = err.Error()
-				} else {
-					res.Bare[i].add(b)
-				}
-			} else {
-				pr.step("no bare loop")
+			err := res.bareStep(pr, i, size, fmt.Sprintf("bare fi_writedata loop between the namespaces, %s × %d", benchutil.FormatSize(size), iters), func() (Baseline, error) {
+				return w.bare(size, iters)
+			})
+			if err != nil {
+				return nil, err
 			}
 			for k := range vs {
 				vr := &res.Variants[(k+rep)%len(vs)]
