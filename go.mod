@@ -4,7 +4,11 @@ go 1.26.0
 
 require golang.org/x/sys v0.49.0
 
-require github.com/NVIDIA/go-nvml v0.13.0-1
+require (
+	github.com/NVIDIA/go-nvml v0.13.0-1
+	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

@@ -7,7 +7,8 @@
 #   version go.mod names through the Go module proxy.
 # - gcc: cgo (the race detector, and later libfabric and the rmw library).
 # - g++: the rmw library's C++ part (messages of C++ type supports) and its tests.
-# - iproute2: network namespaces for the two emulated hosts.
+# - util-linux (Essential, so normally present): nsenter(1) runs the
+#   processes of the two emulated hosts in their network namespaces.
 set -euo pipefail
 
 need_apt=()
@@ -35,10 +36,11 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 # Cyclone DDS 0.10.2: headers for package dds (libddsc is loaded at run time);
 # idlc (cyclonedds-tools) builds the C program of dds' interop test.
 { dpkg -s cyclonedds-dev >/dev/null 2>&1 && command -v idlc >/dev/null 2>&1; } || need_apt+=(cyclonedds-dev cyclonedds-tools)
-# iproute2: ip(8) makes the two emulated hosts (network namespaces joined by a
-# veth pair) of the demo and of the bridge tests; without it they would fall
-# back to loopback or skip.
-command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# util-linux: nsenter(1) starts the processes of the two emulated hosts in
+# their network namespaces (internal/netns makes the namespaces and the veth
+# pair itself, over rtnetlink); without it the demo falls back to loopback
+# and the namespace tests skip.
+command -v nsenter >/dev/null 2>&1 || need_apt+=(util-linux)
 # iceoryx 2.0.3: RouDi and the C binding of `rgaps-bench e2e`'s baseline (loaded at run time).
 { command -v iox-roudi >/dev/null 2>&1 && dpkg -s libiceoryx-binding-c-dev >/dev/null 2>&1; } || need_apt+=(iceoryx libiceoryx-binding-c-dev)
 if ((${#need_apt[@]})); then

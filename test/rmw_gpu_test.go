@@ -69,7 +69,7 @@ func TestRmwGPU(t *testing.T) {
 // rmwGPUTwoHosts: a publisher of device loans on host a, an ordinary and a
 // device subscriber on host b, daemons bridging them over libfabric tcp
 // between two network namespaces; where this process cannot make
-// namespaces (no ip(8), not root: the GPU machine), between two daemons on
+// namespaces (not root, or no nsenter(1)), between two daemons on
 // loopback with their own shared-memory prefixes, which is all a host is to
 // the engine.
 func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
@@ -81,10 +81,7 @@ func rmwGPUTwoHosts(t *testing.T, k *rmwKit) {
 		t.Logf("two daemons on loopback: %s for network namespaces", why)
 	}
 	wrap := func(i int, argv ...string) []string {
-		if ns[i] == "" {
-			return argv
-		}
-		return append([]string{"ip", "netns", "exec", ns[i]}, argv...)
+		return netns.Wrap(ns[i], argv...)
 	}
 	dir := t.TempDir()
 	secret, err := daemonproc.WriteSecret(dir)

@@ -32,7 +32,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	rounds := fs.Int("rounds", DefaultRounds, "timed rounds per (size, N) up to 64 MiB (up to 256 MiB a quarter, at least 5; beyond a tenth, at least 3)")
 	warmup := fs.Int("warmup", DefaultWarmup, "untimed rounds per (size, N) before the timed ones")
 	wire := fs.String("wire", "", "libfabric provider between the hosts: shm or tcp (default: shm on one host, tcp with -netns)")
-	netns := fs.Bool("netns", false, "hosts A and B in two network namespaces joined by a veth pair (root, ip(8)); default: loopback")
+	netns := fs.Bool("netns", false, "hosts A and B in two network namespaces joined by a veth pair (root); default: loopback")
 	host := fs.Bool("host", false, "use the host-memory fallback even where a GPU exists")
 	quick := fs.Bool("quick", false, "smoke run: 3 timed rounds after 1 warm-up; sizes 4MiB,64MiB and N 1,8 unless given")
 	fs.StringVar(&c.Out, "out", "", "write the report to PATH.md, the raw numbers to PATH.json and plots to PATH-<size>.png/.svg (a directory: DIR/"+DefaultName+")")

@@ -21,7 +21,7 @@ type Options struct {
 	Rounds int     // timed rounds per cell; 0: DefaultRounds (fewer for big sizes, see RoundsFor)
 	Warmup int     // untimed rounds per cell; 0: DefaultWarmup, -1: none
 	Wire   string  // "shm" (default on one host) or "tcp" (default, and the only choice, with Netns)
-	Netns  bool    // two network namespaces (root and ip(8) needed)
+	Netns  bool    // two network namespaces (root needed)
 	// HostOnly forces the host-memory fallback even where a GPU exists.
 	HostOnly bool
 	// Exe, ChildArgs and ChildEnv start the child processes (Env); Exe

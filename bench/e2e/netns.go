@@ -10,7 +10,7 @@ import (
 
 // newNetns makes hosts A and B as far as TCP and libfabric are concerned
 // (one machine, one clock, one /dev/shm): two network namespaces joined by
-// a veth pair (root and ip(8) needed).
+// a veth pair (root needed).
 func newNetns() (*netns.Pair, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("-netns needs root (network namespaces)")

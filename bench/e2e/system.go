@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 )
 
 // System is one way of getting a GPU-resident message from a publisher on
@@ -123,13 +125,13 @@ type Env struct {
 }
 
 // Command returns the command that runs child role (RegisterChild) with
-// args on host h: Exe in h's namespace (through `ip netns exec`), with
+// args on host h: Exe in h's namespace (through nsenter(1), netns.Command), with
 // ChildEnv.
 func (e *Env) Command(h Host, role string, args ...string) *exec.Cmd {
 	argv := append(append(append([]string{}, e.ChildArgs...), role), args...)
 	var cmd *exec.Cmd
 	if h.Netns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", h.Netns, e.Exe}, argv...)...)
+		cmd = netns.Command(h.Netns, e.Exe, argv...)
 	} else {
 		cmd = exec.Command(e.Exe, argv...)
 	}
@@ -142,7 +144,7 @@ func (e *Env) Command(h Host, role string, args ...string) *exec.Cmd {
 func (e *Env) Wrap(h Host) func(name string, args ...string) *exec.Cmd {
 	return func(name string, args ...string) *exec.Cmd {
 		if h.Netns != "" {
-			return exec.Command("ip", append([]string{"netns", "exec", h.Netns, name}, args...)...)
+			return netns.Command(h.Netns, name, args...)
 		}
 		return exec.Command(name, args...)
 	}

@@ -41,7 +41,7 @@ type Pair struct {
 	pair *netns.Pair
 }
 
-// New makes two network namespaces joined by a veth pair (root and ip(8)
+// New makes two network namespaces joined by a veth pair (root
 // needed: otherwise an error wrapping ErrNoNetns that says why), or with
 // loopback two hosts in this namespace over 127.0.0.1. tag (a few
 // letters) names the namespaces and interfaces.
@@ -59,7 +59,7 @@ func New(tag string, loopback bool) (*Pair, error) {
 		return nil, fmt.Errorf("%w: %v (-loopback runs both hosts in this namespace)", ErrNoNetns, err)
 	}
 	if why := netns.Unavailable(); why != "" {
-		return fail(errors.New("network namespaces need root and ip(8): " + why))
+		return fail(errors.New("network namespaces: " + why))
 	}
 	pid := os.Getpid() % 1000000
 	name := fmt.Sprintf("%.4s%d", tag, pid)
@@ -83,11 +83,11 @@ func (h *Pair) Close() error {
 	return errors.Join(err, os.RemoveAll(h.Dir))
 }
 
-// Command runs name with args on host i (through `ip netns exec`, which
+// Command runs name with args on host i (through nsenter(1), which
 // executes it in place: the process is the command's).
 func (h *Pair) Command(i int, name string, args ...string) *exec.Cmd {
 	if h.NS[i] != "" {
-		return exec.Command("ip", append([]string{"netns", "exec", h.NS[i], name}, args...)...)
+		return netns.Command(h.NS[i], name, args...)
 	}
 	return exec.Command(name, args...)
 }

@@ -100,7 +100,7 @@ type RouDiOptions struct {
 	LibDir   string    // LD_LIBRARY_PATH for it; "" : RouDiLibDir
 	Dir      string    // where the configuration file is written
 	Mempools []Mempool // the payload sizes to hold; ChunkOverhead is added
-	// Wrap, unless nil, wraps the command (e.g. into `ip netns exec NS`).
+	// Wrap, unless nil, wraps the command (e.g. into `nsenter --net=…`, netns.Wrap).
 	Wrap func(name string, args ...string) *exec.Cmd
 	// LockWait bounds the wait for another run's RouDi to stop (default 10
 	// minutes).

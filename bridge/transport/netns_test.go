@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
 )
 
@@ -77,68 +78,17 @@ func netnsSide(args []string) error {
 
 // TestNetns runs the conformance cases with each side in its own process
 // and network namespace, joined by a veth pair: two hosts as far as TCP is
-// concerned. It needs root and ip(8).
+// concerned. It needs root.
 func TestNetns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		t.Skip("ip(8) not installed: ", err)
-	}
-	pid := os.Getpid()
-	nsA, nsB := fmt.Sprintf("rgt%da", pid), fmt.Sprintf("rgt%db", pid)
-	run := func(args ...string) error {
-		out, err := exec.Command(ip, args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	if err := run("netns", "add", nsA); err != nil {
-		if strings.Contains(err.Error(), "Operation not permitted") || strings.Contains(err.Error(), "Permission denied") {
-			t.Skip("this root cannot create network namespaces: ", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := run("netns", "del", nsA); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := run("netns", "add", nsB); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := run("netns", "del", nsB); err != nil {
-			t.Error(err)
-		}
-	})
-	// The veth ends and addresses exist only inside the namespaces (and
-	// go with them).
-	x := pid%250 + 1
-	vethA, vethB := fmt.Sprintf("rgt%dva", pid), fmt.Sprintf("rgt%dvb", pid)
-	addrA, addrB := fmt.Sprintf("10.231.%d.1", x), fmt.Sprintf("10.231.%d.2", x)
-	for _, args := range [][]string{
-		{"link", "add", vethA, "netns", nsA, "type", "veth", "peer", "name", vethB, "netns", nsB},
-		{"-n", nsA, "addr", "add", addrA + "/24", "dev", vethA},
-		{"-n", nsB, "addr", "add", addrB + "/24", "dev", vethB},
-		{"-n", nsA, "link", "set", vethA, "up"},
-		{"-n", nsB, "link", "set", vethB, "up"},
-		{"-n", nsA, "link", "set", "lo", "up"},
-		{"-n", nsB, "link", "set", "lo", "up"},
-	} {
-		if err := run(args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hosts := testutil.NewHosts(t)
+	nsA, nsB, addrA, addrB := hosts.NS[0], hosts.NS[1], hosts.Addr[0], hosts.Addr[1]
 	for _, name := range []string{"fabric-tcp", "plaintcp"} {
 		v := variantNamed(name)
 		t.Run(name, func(t *testing.T) {
 			p, err := v.open("127.0.0.1", time.Second)
 			skipUnsupported(t, err)
 			p.Close()
-			runNetns(t, ip, v, nsA, nsB, addrA, addrB)
+			runNetns(t, v, nsA, nsB, addrA, addrB)
 		})
 	}
 }
@@ -164,14 +114,14 @@ func (c *nsChild) errText() string {
 	return c.stderr.String()
 }
 
-func startInNetns(t *testing.T, ip, ns string, args ...string) *nsChild {
+func startInNetns(t *testing.T, ns string, args ...string) *nsChild {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &nsChild{lines: make(chan string, 256), done: make(chan struct{})}
-	c.cmd = exec.Command(ip, "netns", "exec", ns, exe, "-test.run=^$")
+	c.cmd = netns.Command(ns, exe, "-test.run=^$")
 	c.cmd.Env = append(os.Environ(), testutil.ChildEnv+"="+strings.Join(append([]string{netnsRole}, args...), "\x1f"))
 	c.cmd.Stderr = c
 	out, err := c.cmd.StdoutPipe()
@@ -221,13 +171,13 @@ func (c *nsChild) results(timeout time.Duration) (map[string]string, error) {
 	}
 }
 
-func runNetns(t *testing.T, ip string, v *variant, nsA, nsB, addrA, addrB string) {
+func runNetns(t *testing.T, v *variant, nsA, nsB, addrA, addrB string) {
 	var names []string
 	for _, cs := range cases {
 		names = append(names, cs.name)
 	}
 	list := strings.Join(names, ",")
-	l := startInNetns(t, ip, nsA, v.name, "listener", addrA, "", list)
+	l := startInNetns(t, nsA, v.name, "listener", addrA, "", list)
 	var ctlAddr string
 	select {
 	case line, ok := <-l.lines:
@@ -238,7 +188,7 @@ func runNetns(t *testing.T, ip string, v *variant, nsA, nsB, addrA, addrB string
 	case <-time.After(60 * time.Second):
 		t.Fatalf("listener did not start; stderr:\n%s", l.errText())
 	}
-	d := startInNetns(t, ip, nsB, v.name, "dialer", addrB, ctlAddr, list)
+	d := startInNetns(t, nsB, v.name, "dialer", addrB, ctlAddr, list)
 	var lres, dres map[string]string
 	var lerr, derr error
 	var wg sync.WaitGroup

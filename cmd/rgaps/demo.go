@@ -117,7 +117,7 @@ func parseDemo(args []string, out io.Writer) (demoOpts, error) {
 	fs.IntVar(&o.subs, "subs", 2, "subscriber processes on host b (on the publisher's host with -hosts 1)")
 	fs.IntVar(&o.local, "local", 1, "with -hosts 2: subscriber processes on host a, the publisher's")
 	fs.IntVar(&o.hosts, "hosts", 2, "emulated hosts: 2 (a daemon each, bridged) or 1 (shared memory only)")
-	fs.StringVar(&o.wire, "wire", "auto", "how the two hosts are emulated: netns (needs root and ip(8)), loopback, or auto")
+	fs.StringVar(&o.wire, "wire", "auto", "how the two hosts are emulated: netns (needs root), loopback, or auto")
 	fs.StringVar(&o.provider, "provider", "", "bridge transport: fabric:tcp (default with libfabric), tcp")
 	fs.Float64Var(&o.rate, "rate", 100, "messages per second; 0 publishes as fast as the subscribers keep up")
 	fs.BoolVar(&o.host, "host", false, "use host memory even when a GPU is available")

@@ -2,21 +2,22 @@ package main
 
 // Two emulated hosts for `rgaps demo`: host a (the publisher's) and host b,
 // each with its own rgapsd and its own shared-memory namespace (a prefix:
-// two real hosts have separate /dev/shm). As root with ip(8), the two
+// two real hosts have separate /dev/shm). As root, the two
 // daemons run in two network namespaces joined by a veth pair, addresses
 // only inside them; otherwise both listen on loopback.
 
 import (
 	"errors"
 	"fmt"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
-	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/daemonproc"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
@@ -39,7 +40,7 @@ type emuHosts struct {
 // process's namespace, so host b's readers and its daemon must share it).
 func (h *emuHosts) command(i int, argv ...string) *exec.Cmd {
 	if h.netns && i == 1 {
-		argv = append([]string{"ip", "netns", "exec", h.ns[1]}, argv...)
+		argv = netns.Wrap(h.ns[1], argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = h.hostEnv(i)
@@ -124,7 +125,7 @@ func startHosts(exe string, o demoOpts, domain uint32, prefix string) (h *emuHos
 		}
 		argv := append([]string{exe}, args...)
 		if h.netns {
-			argv = append([]string{"ip", "netns", "exec", h.ns[i]}, argv...)
+			argv = netns.Wrap(h.ns[i], argv...)
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(h.hostEnv(i), "RGAPS_DAEMON_IDLE=0")

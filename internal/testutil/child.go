@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/netns"
 )
 
 // ChildEnv names the role a re-executed test binary plays.
@@ -57,13 +59,13 @@ func Start(t testing.TB, role string, args ...string) *Child {
 	return start(t, nil, role, args)
 }
 
-// StartIn is Start inside network namespace ns (ip netns exec).
+// StartIn is Start inside network namespace ns (netns.Wrap).
 func StartIn(t testing.TB, ns, role string, args ...string) *Child {
 	t.Helper()
 	if ns == "" {
 		return start(t, nil, role, args)
 	}
-	return start(t, []string{"ip", "netns", "exec", ns}, role, args)
+	return start(t, netns.Wrap(ns), role, args)
 }
 
 func start(t testing.TB, wrap []string, role string, args []string) *Child {

@@ -3,7 +3,6 @@ package testutil
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,14 +17,11 @@ type Hosts = netns.Pair
 var hostSeq atomic.Int32
 
 // NewHosts creates the namespaces, or skips the test saying why when this
-// process cannot (not root, no ip(8), namespaces not permitted).
+// process cannot (not root, no nsenter(1), namespaces not permitted).
 func NewHosts(t testing.TB) *Hosts {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("two emulated hosts need network namespaces, which need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("ip(8) not installed: ", err)
+	if why := netns.Unavailable(); why != "" {
+		t.Skip("two emulated hosts need network namespaces: ", why)
 	}
 	pid, seq := os.Getpid(), hostSeq.Add(1)
 	x := (pid*7+int(seq))%250 + 1
