@@ -60,7 +60,8 @@ func TestRailsFlag(t *testing.T) {
 		cores int
 		want  int
 	}{{"fabric:tcp", ring.WriteImm, 2, 1}, {"tcp", ring.WriteImm, 8, 2}, {"fabric:tcp", ring.WriteImm, 64, 4},
-		{"fabric:shm", ring.WriteImm, 16, 1}, {"fabric:tcp", ring.WriteTwice, 16, 1}} {
+		{"fabric:shm", ring.WriteImm, 16, 4}, {"fabric:shm", ring.WriteImm, 2, 1}, {"fabric:verbs", ring.WriteImm, 16, 1},
+		{"fabric:tcp", ring.WriteTwice, 16, 1}} {
 		if got := AutoRails(c.prov, c.mode, c.cores); got != c.want {
 			t.Errorf("AutoRails(%s, %v, %d) = %d, want %d", c.prov, c.mode, c.cores, got, c.want)
 		}

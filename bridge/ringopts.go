@@ -20,19 +20,20 @@ func (b *Bridge) ringConfig() ring.Config {
 	return c
 }
 
-// AutoRails is the rail count Options.Rails = 0 chooses: TCP-based
-// providers (fabric:tcp, plain TCP) move bytes with the CPU of whoever
-// polls, so a rail per four cores, at most 4 (and at least 1) lets
-// transfers use more of them while leaving cores to the applications;
-// shm and verbs get 1 (shm copies through memory with one rail nearly at
-// memory speed; a NIC's queue pair is not CPU-bound); write-twice
-// allows only 1.
+// AutoRails is the rail count Options.Rails = 0 chooses: providers that
+// move bytes with the CPU of whoever polls (fabric:tcp, plain TCP, and
+// fabric:shm, whose writes are copies by the polling process) get a rail
+// per four cores, at most 4 (and at least 1), which lets transfers use
+// more of them while leaving cores to the applications: on the 16-core
+// H100 host 4 rails moved 2.2–2.9× one rail's bytes over shm at 4 and
+// 64 MiB, as over tcp (docs/BENCHMARKS.md). verbs gets 1 (a NIC's queue
+// pair is not CPU-bound); write-twice allows only 1.
 func AutoRails(provider string, mode ring.Mode, cores int) int {
 	if mode != ring.WriteImm {
 		return 1
 	}
 	switch provider {
-	case "", "fabric:tcp", "tcp", "plaintcp":
+	case "", "fabric:tcp", "fabric:shm", "tcp", "plaintcp":
 		return min(4, max(1, cores/4))
 	}
 	return 1
