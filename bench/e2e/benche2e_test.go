@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/bench/iceoryx"
 	"github.com/rmw-rgaps/rmw_rgaps/bench/util/benchtest"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport/fabric"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
@@ -91,8 +94,18 @@ func checkRun(t *testing.T, o Options) {
 	if err := res.Failed(); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Systems) != 2 || res.Systems[0].Name != NameBaseline || res.Systems[1].Name != NameLowerBound {
-		t.Fatalf("systems %+v", res.Systems)
+	// The K-endpoint bound runs where the bridge would have several rails.
+	want := []string{NameBaseline, NameLowerBound}
+	if k := bridge.AutoRails("fabric:"+o.Wire, ring.WriteImm, runtime.NumCPU()); k > 1 {
+		want = append(want, NameLowerBoundRails)
+	}
+	if len(res.Systems) != len(want) {
+		t.Fatalf("systems %+v, want %v", res.Systems, want)
+	}
+	for i, name := range want {
+		if res.Systems[i].Name != name {
+			t.Fatalf("system %d is %q, want %q", i, res.Systems[i].Name, name)
+		}
 	}
 	for _, sys := range res.Systems {
 		if len(sys.Cells) != len(o.Sizes)*len(o.Ns) {
@@ -161,7 +174,7 @@ func checkRun(t *testing.T, o Options) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Systems) != 2 || len(back.Systems[0].Cells) != len(res.Systems[0].Cells) {
+	if len(back.Systems) != len(want) || len(back.Systems[0].Cells) != len(res.Systems[0].Cells) {
 		t.Errorf("JSON round trip lost cells")
 	}
 }
@@ -188,6 +201,51 @@ func TestRunNetns(t *testing.T) {
 	o.Netns = true
 	o.Wire = "tcp"
 	checkRun(t, o)
+}
+
+// TestLowerBoundRails: the lower bound over 1 and over 3 endpoint pairs
+// moves every byte (each round's device copy on B is checksummed against
+// the message, or the round fails) for sizes that split unevenly, and
+// names itself apart.
+func TestLowerBoundRails(t *testing.T) {
+	needFabric(t, "shm")
+	o := testOptions(t)
+	o.Wire = "shm"
+	o.Sizes = []int64{5<<20 + 4097, 64 << 10}
+	o.Ns = []int{1}
+	o.Systems = []func() System{NewLowerBound, NewLowerBoundRails(3)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Failed(); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Systems) != 2 || res.Systems[0].Name != NameLowerBound || res.Systems[1].Name != NameLowerBoundRails {
+		t.Fatalf("systems %+v", res.Systems)
+	}
+	for _, sys := range res.Systems {
+		if len(sys.Cells) != len(o.Sizes) {
+			t.Errorf("%s: %d cells", sys.Name, len(sys.Cells))
+		}
+		for _, c := range sys.Cells {
+			if len(c.Stages[StageWrite]) != o.Rounds {
+				t.Errorf("%s %d: %d write stages", sys.Name, c.Size, len(c.Stages[StageWrite]))
+			}
+		}
+	}
+	for _, c := range []struct {
+		size int64
+		k    int
+	}{{5<<20 + 4097, 3}, {64 << 10, 3}, {200 << 20, 2}, {1 << 30, 4}, {1, 4}} {
+		part := lbPart(c.size, c.k)
+		n := (c.size + part - 1) / part
+		if part > transport.MaxMessage || part%4096 != 0 || n < int64(min(c.k, int((c.size+4095)/4096))) {
+			t.Errorf("lbPart(%d, %d) = %d: %d parts", c.size, c.k, part, n)
+		}
+	}
 }
 
 // startBaseline starts the baseline on host memory for the test.

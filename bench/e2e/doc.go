@@ -8,14 +8,17 @@
 // The package owns the harness (Run: every System over sizes × N ×
 // rounds; statistics, ratios, the Markdown report, PNG and SVG plots,
 // the JSON of raw numbers, a progress bar), the plug-in point for the
-// rgaps bridge (System, Env, Ours), and two systems:
+// rgaps bridge (System, Env, Ours), and these systems:
 //
 //   - Baseline, the thesis' baseline pipeline as real processes
 //     (baseline.go): pageable D2H, Unix socket, TCP between the hosts,
 //     iceoryx 2.0 (RouDi started and stopped by the run) to N
 //     subscribers that each make their own pageable H2D copy.
 //   - LowerBound, the serial lower bound (lowerbound.go): bare pinned
-//     D2H + bare fi_writedata + bare pinned H2D, summed.
+//     D2H + bare fi_writedata + bare pinned H2D, summed; where the
+//     bridge has several rails on this machine (bridge.AutoRails), also
+//     LowerBoundRails, the same with the fi_writedata stage in equal
+//     parts over that many endpoint pairs at once.
 //
 // Hosts A and B are two network namespaces joined by a veth pair
 // (Options.Netns) or one namespace over loopback; either way one machine

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bench/iceoryx"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 )
 
 // Options configure a run.
@@ -126,6 +129,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	systems := o.Systems
 	if systems == nil {
 		systems = []func() System{NewBaseline, NewLowerBound}
+		if k := bridge.AutoRails("fabric:"+env.Wire, ring.WriteImm, runtime.NumCPU()); k > 1 {
+			systems = append(systems, NewLowerBoundRails(k))
+		}
 		if Ours != nil {
 			systems = append(systems, Ours)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
@@ -21,6 +22,12 @@ import (
 // bookkeeping, one copy to the device whatever N: what a bridge could
 // reach if it added nothing (the sum, not a pipelined overlap, so a
 // system that overlaps the stages may beat it for large messages).
+//
+// LowerBoundRails is the same over K endpoint pairs (K = the rails the
+// bridge chooses on this machine, bridge.AutoRails): the message is cut
+// into K equal parts (of at most transport.MaxMessage) written side by
+// side, each endpoint polled by a goroutine of its own: the bound a design
+// that stripes one message over K connections has to beat (issue 13).
 //
 // The transport stage is timed from the first post on A to the arrival
 // of the last immediate on B (wall clock; one machine). B then writes an
@@ -42,6 +49,7 @@ type (
 		Wire    string `json:"wire"`
 		Node    string `json:"node"`
 		MaxSize int64  `json:"max_size"`
+		Rails   int    `json:"rails,omitempty"` // endpoint pairs (0: 1)
 		// A's init: B's listening address and region.
 		Peer   string                 `json:"peer,omitempty"`
 		Remote transport.RemoteRegion `json:"remote"`
@@ -66,6 +74,7 @@ func init() {
 
 // LowerBound is the serial lower bound as a System.
 type LowerBound struct {
+	rails   int // endpoint pairs of the wire stage
 	env     *Env
 	a, b    *Child
 	remoteA transport.RemoteRegion
@@ -74,9 +83,20 @@ type LowerBound struct {
 }
 
 // NewLowerBound returns the lower-bound System.
-func NewLowerBound() System { return &LowerBound{} }
+func NewLowerBound() System { return &LowerBound{rails: 1} }
 
-func (s *LowerBound) Name() string { return "lower-bound" }
+// NewLowerBoundRails returns the lower bound whose wire stage runs over k
+// endpoint pairs (NameLowerBoundRails).
+func NewLowerBoundRails(k int) func() System {
+	return func() System { return &LowerBound{rails: max(1, k)} }
+}
+
+func (s *LowerBound) Name() string {
+	if s.rails > 1 {
+		return NameLowerBoundRails
+	}
+	return NameLowerBound
+}
 
 func (s *LowerBound) StageOrder() []string {
 	return []string{StageD2HPinned, StageWrite, StageH2DPinned}
@@ -97,7 +117,7 @@ func (s *LowerBound) Start(env *Env) (err error) {
 		return err
 	}
 	var rb lbReply
-	if err := s.b.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceB, Wire: env.Wire, Node: env.B.Addr, MaxSize: max}, &rb); err != nil {
+	if err := s.b.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceB, Wire: env.Wire, Node: env.B.Addr, MaxSize: max, Rails: s.rails}, &rb); err != nil {
 		return err
 	}
 	if s.a, err = StartChild(env, env.A, "lower bound A", "e2e-lb"); err != nil {
@@ -105,7 +125,7 @@ func (s *LowerBound) Start(env *Env) (err error) {
 	}
 	// A dials while B accepts (B accepts after its init reply).
 	var ra lbReply
-	if err := s.a.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceA, Wire: env.Wire, Node: env.A.Addr, MaxSize: max, Peer: rb.Addr, Remote: rb.Remote}, &ra); err != nil {
+	if err := s.a.Call(lbReq{Op: "init", GPU: env.GPU, Device: env.DeviceA, Wire: env.Wire, Node: env.A.Addr, MaxSize: max, Rails: s.rails, Peer: rb.Addr, Remote: rb.Remote}, &ra); err != nil {
 		return err
 	}
 	// B learns A's region (for its acknowledgement) with every round.
@@ -171,8 +191,9 @@ type lbSide struct {
 	pinned bool
 	reg    transport.Region
 	ln     transport.Listener
-	ep     transport.Endpoint
-	accept chan accepted          // B: the accepted endpoint's arrival
+	eps    []transport.Endpoint   // the endpoint pairs' ends, in A's dial order
+	rails  int                    // len(eps) once connected
+	accept chan accepted          // B: the accepted endpoints' arrivals
 	remote transport.RemoteRegion // A: B's region
 	size   int64
 	bufs   [2]cuda.DevicePtr // A: the message per seed; B: [0] the device copy
@@ -233,10 +254,17 @@ func (s *lbSide) init(req lbReq) (lbReply, error) {
 		return rep, err
 	}
 	rep.Remote = s.reg.Desc()
+	s.rails = max(1, req.Rails)
 	if req.Peer != "" { // A
 		s.remote = req.Remote
-		s.ep, err = p.Dial(req.Peer)
-		return rep, err
+		for range s.rails {
+			ep, err := p.Dial(req.Peer)
+			if err != nil {
+				return rep, err
+			}
+			s.eps = append(s.eps, ep)
+		}
+		return rep, nil
 	}
 	addr := ""
 	if req.Wire != "shm" {
@@ -246,11 +274,17 @@ func (s *lbSide) init(req lbReq) (lbReply, error) {
 		return rep, err
 	}
 	rep.Addr = s.ln.Addr()
-	s.accept = make(chan accepted, 1)
-	ln := s.ln
+	s.accept = make(chan accepted, s.rails)
+	ln, k := s.ln, s.rails
 	go func() {
-		ep, err := ln.Accept()
-		s.accept <- accepted{ep, err}
+		defer close(s.accept)
+		for range k {
+			ep, err := ln.Accept()
+			s.accept <- accepted{ep, err}
+			if err != nil {
+				return
+			}
+		}
 	}()
 	return rep, nil
 }
@@ -295,22 +329,24 @@ func (s *lbSide) round(req lbReq) (lbReply, error) {
 	}
 	a := s.ln == nil
 	if !a && s.accept != nil {
-		select {
-		case r := <-s.accept:
-			s.accept = nil
-			if r.err != nil {
-				return rep, fmt.Errorf("accepting A: %w", r.err)
+		for len(s.eps) < s.rails {
+			select {
+			case r := <-s.accept:
+				if r.err != nil {
+					return rep, fmt.Errorf("accepting A: %w", r.err)
+				}
+				s.eps = append(s.eps, r.ep)
+			case <-time.After(time.Minute):
+				return rep, fmt.Errorf("A connected %d of %d endpoints", len(s.eps), s.rails)
 			}
-			s.ep = r.ep
-		case <-time.After(time.Minute):
-			return rep, errors.New("A did not connect")
 		}
+		s.accept = nil
 	}
 	if err := s.prepare(req.Size, a); err != nil {
 		return rep, err
 	}
-	chunks := int((req.Size + transport.MaxMessage - 1) / transport.MaxMessage)
-	imms := make([]uint64, 64)
+	part := lbPart(req.Size, s.rails)
+	chunks := int((req.Size + part - 1) / part)
 	if a {
 		msg := s.mem[:req.Size]
 		rep.T0 = time.Now().UnixNano()
@@ -318,21 +354,35 @@ func (s *lbSide) round(req lbReq) (lbReply, error) {
 			return rep, err
 		}
 		rep.T1 = time.Now().UnixNano()
-		for k := range chunks {
-			off := int64(k) * transport.MaxMessage
-			end := min(off+transport.MaxMessage, req.Size)
-			if err := s.ep.WriteImm(msg[off:end], s.reg, s.remote, uint64(off), uint64(k)); err != nil {
-				return rep, err
+		// Each endpoint posts its parts and progresses until B's
+		// acknowledgement (on endpoint 0) landed, or, on the others,
+		// until its writes completed: everything landed.
+		err := s.each(func(i int, ep transport.Endpoint, imms []uint64) error {
+			for k := i; k < chunks; k += s.rails {
+				off := int64(k) * part
+				end := min(off+part, req.Size)
+				if err := ep.WriteImm(msg[off:end], s.reg, s.remote, uint64(off), uint64(k)); err != nil {
+					return err
+				}
 			}
-		}
-		// Progress until B's acknowledgement: everything landed.
-		if _, err := spin(s.ep, imms, 1); err != nil {
-			return rep, fmt.Errorf("waiting for B's acknowledgement: %w", err)
-		}
-		return rep, nil
+			if i > 0 {
+				return ep.Flush(time.Minute)
+			}
+			if _, err := spin(ep, imms, 1); err != nil {
+				return fmt.Errorf("waiting for B's acknowledgement: %w", err)
+			}
+			return nil
+		})
+		return rep, err
 	}
-	if got, err := spin(s.ep, imms, chunks); err != nil {
-		return rep, fmt.Errorf("%d of %d writes arrived: %w", got, chunks, err)
+	if err := s.each(func(i int, ep transport.Endpoint, imms []uint64) error {
+		want := (chunks - i + s.rails - 1) / s.rails // parts k ≡ i (mod rails)
+		if got, err := spin(ep, imms, want); err != nil {
+			return fmt.Errorf("endpoint %d: %d of %d writes arrived: %w", i, got, want, err)
+		}
+		return nil
+	}); err != nil {
+		return rep, err
 	}
 	rep.TRecv = time.Now().UnixNano()
 	t := time.Now()
@@ -341,25 +391,54 @@ func (s *lbSide) round(req lbReq) (lbReply, error) {
 	}
 	rep.H2D = int64(time.Since(t))
 	// The acknowledgement: 8 bytes from our region into A's.
-	if err := s.ep.WriteImm(s.mem[:8], s.reg, req.Remote, 0, 1<<62); err != nil {
+	if err := s.eps[0].WriteImm(s.mem[:8], s.reg, req.Remote, 0, 1<<62); err != nil {
 		return rep, fmt.Errorf("acknowledging: %w", err)
 	}
 	var err error
 	if rep.Sum, err = s.dev.Checksum(s.bufs[0], req.Size); err != nil {
 		return rep, err
 	}
-	return rep, s.ep.Flush(time.Minute)
+	return rep, s.eps[0].Flush(time.Minute)
+}
+
+// lbPart is the size of the parts a message is written in over k
+// endpoints: equal parts, page-rounded, at most transport.MaxMessage.
+func lbPart(size int64, k int) int64 {
+	per := (size + int64(k) - 1) / int64(k)
+	per = (per + 4095) &^ 4095
+	n := (per + transport.MaxMessage - 1) / transport.MaxMessage // parts per endpoint
+	return min(transport.MaxMessage, (per/n+4095)&^4095)
+}
+
+// each runs f for every endpoint, on goroutines of their own when there
+// are several (software providers move an endpoint's bytes only while it
+// is polled), and returns the first error.
+func (s *lbSide) each(f func(i int, ep transport.Endpoint, imms []uint64) error) error {
+	if len(s.eps) == 1 {
+		return f(0, s.eps[0], make([]uint64, 64))
+	}
+	errs := make([]error, len(s.eps))
+	var wg sync.WaitGroup
+	for i, ep := range s.eps {
+		wg.Go(func() { errs[i] = f(i, ep, make([]uint64, 64)) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (s *lbSide) close() {
-	if s.ep != nil {
-		s.ep.Close()
+	for _, ep := range s.eps {
+		ep.Close()
 	}
 	if s.ln != nil {
 		s.ln.Close()
 		if s.accept != nil {
-			if r := <-s.accept; r.ep != nil {
-				r.ep.Close()
+			// The accepting goroutine ends with the listener (and closes
+			// the channel): close what it accepted that round never took.
+			for r := range s.accept {
+				if r.ep != nil {
+					r.ep.Close()
+				}
 			}
 		}
 	}

@@ -14,8 +14,9 @@ var styles = map[string]struct {
 	c    color.RGBA
 	dash bool
 }{
-	NameBaseline:   {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, false},
-	NameLowerBound: {color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, true},
+	NameBaseline:        {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, false},
+	NameLowerBound:      {color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, true},
+	NameLowerBoundRails: {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, true},
 }
 
 var oursColour = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}

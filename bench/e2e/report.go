@@ -14,13 +14,16 @@ import (
 const (
 	NameBaseline   = "baseline"
 	NameLowerBound = "lower-bound"
+	// NameLowerBoundRails is the lower bound whose wire stage runs over
+	// as many endpoint pairs as the bridge's rails (only when more than 1).
+	NameLowerBoundRails = "lower-bound-rails"
 )
 
 // ours is the run of the system that is neither the baseline nor the
 // lower bound (the rgaps bridge), or nil.
 func (r *Result) ours() *SystemRun {
 	for i := range r.Systems {
-		if n := r.Systems[i].Name; n != NameBaseline && n != NameLowerBound {
+		if n := r.Systems[i].Name; n != NameBaseline && n != NameLowerBound && n != NameLowerBoundRails {
 			return &r.Systems[i]
 		}
 	}
@@ -95,8 +98,13 @@ func (r *Result) WriteMarkdown(w io.Writer, plots map[int64][]string) {
 		align += "rrr"
 	}
 	ours, lb, bl := r.ours(), r.System(NameLowerBound), r.System(NameBaseline)
+	lbk := r.System(NameLowerBoundRails)
 	if ours != nil {
 		head = append(head, ours.Name+" / lower bound")
+		align += "r"
+	}
+	if ours != nil && lbk != nil {
+		head = append(head, ours.Name+" / "+NameLowerBoundRails)
 		align += "r"
 	}
 	if ours != nil && bl != nil {
@@ -117,6 +125,9 @@ func (r *Result) WriteMarkdown(w io.Writer, plots map[int64][]string) {
 			if ours != nil {
 				row = append(row, ratio(ours.Cell(size, n), lb.Cell(size, n)))
 			}
+			if ours != nil && lbk != nil {
+				row = append(row, ratio(ours.Cell(size, n), lbk.Cell(size, n)))
+			}
 			if ours != nil && bl != nil {
 				row = append(row, ratio(bl.Cell(size, n), ours.Cell(size, n)))
 			}
@@ -127,20 +138,28 @@ func (r *Result) WriteMarkdown(w io.Writer, plots map[int64][]string) {
 
 	nMin, nMax := s.Ns[0], s.Ns[len(s.Ns)-1]
 	fmt.Fprintf(w, "\n## Ratios (averages)\n\n")
-	t = benchutil.Table{Head: []string{"size",
+	ratioHead := []string{"size",
 		fmt.Sprintf("ours / lower bound (N=%d)", nMax),
 		fmt.Sprintf("baseline / ours (N=%d)", nMax),
 		fmt.Sprintf("ours N=%d / N=%d", nMax, nMin),
 		fmt.Sprintf("baseline N=%d / N=%d", nMax, nMin),
-		fmt.Sprintf("baseline / lower bound (N=%d)", nMax)}, Align: "lrrrrr"}
+		fmt.Sprintf("baseline / lower bound (N=%d)", nMax)}
+	if lbk != nil {
+		ratioHead = append(ratioHead, fmt.Sprintf("ours / %s (N=%d)", NameLowerBoundRails, nMax))
+	}
+	t = benchutil.Table{Head: ratioHead, Align: "l" + strings.Repeat("r", len(ratioHead)-1)}
 	for _, size := range s.Sizes {
 		var oMax, oMin *Cell
 		if ours != nil {
 			oMax, oMin = ours.Cell(size, nMax), ours.Cell(size, nMin)
 		}
-		t.Rows = append(t.Rows, []string{benchutil.FormatSize(int(size)),
+		row := []string{benchutil.FormatSize(int(size)),
 			ratio(oMax, lb.Cell(size, nMax)), ratio(bl.Cell(size, nMax), oMax), ratio(oMax, oMin),
-			ratio(bl.Cell(size, nMax), bl.Cell(size, nMin)), ratio(bl.Cell(size, nMax), lb.Cell(size, nMax))})
+			ratio(bl.Cell(size, nMax), bl.Cell(size, nMin)), ratio(bl.Cell(size, nMax), lb.Cell(size, nMax))}
+		if lbk != nil {
+			row = append(row, ratio(oMax, lbk.Cell(size, nMax)))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	t.Write(w)
 	if ours == nil {
@@ -210,6 +229,8 @@ var stageNotes = map[string]string{
 		"iceoryx publish → take and H2D pageable are Table 4.5's T1 and T2 (Pageable-Iceoryx, H2D averaged over the N concurrent subscribers).",
 	NameLowerBound: "Thesis: D2H pinned is Table 4.2's T2 (cudaMemcpy into pinned memory), fi_writedata Figure 4.2's RDMA write (here over a " +
 		"libfabric software provider, not an RDMA NIC), H2D pinned Table 4.4's T2 (one copy whatever N).",
+	NameLowerBoundRails: "The lower bound with its fi_writedata stage cut into equal parts written side by side over as many endpoint pairs as the bridge " +
+		"has rails on this machine (bridge.AutoRails), each polled by a goroutine of its own: the bound for a design that stripes a message over K connections.",
 }
 
 func roundsNote(s Setup) string {

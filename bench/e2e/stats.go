@@ -1,6 +1,6 @@
 package benche2e
 
-import "github.com/rmw-rgaps/rmw_rgaps/bench/util"
+import benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 
 // Summary describes samples in ns (benchutil.Summary).
 type Summary = benchutil.Summary
