@@ -137,10 +137,13 @@ func New(o Options) (*Gateway, error) {
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.apply("to DDS", g.out, nil, nil)
-	g.apply("from DDS", g.in, nil, nil)
-	g.apply(dirSvcIn, g.svcIn, nil, nil)
-	g.apply(dirSvcOut, g.svcOut, nil, nil)
+	// Every direction's mirrors drain side by side (apply with nothing
+	// wanted only stops, each direction in its own map).
+	var stopping sync.WaitGroup
+	for dir, have := range map[string]map[string]running{"to DDS": g.out, "from DDS": g.in, dirSvcIn: g.svcIn, dirSvcOut: g.svcOut} {
+		stopping.Go(func() { g.apply(dir, have, nil, nil) })
+	}
+	stopping.Wait()
 	g.closeGraph()
 	return errors.Join(g.part.Close(), g.dom.Close(), g.led.close())
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 )
 
@@ -66,14 +67,21 @@ func (m *mirror) base() *mirror { return m }
 // apply makes and tears down the mirrors of one direction (have) for
 // want; start makes one.
 func (g *Gateway) apply(dir string, have map[string]running, want map[string]want, start func(string, want) (running, error)) {
+	// Mirrors stop side by side: each drains for up to its drain time, so
+	// a gateway stopping many with stuck readers takes that once, not once
+	// per mirror.
+	var stopping sync.WaitGroup
 	for name, m := range have {
 		b := m.base()
 		if w, ok := want[name]; !ok || changed(b.w, w) {
-			m.stop()
 			delete(have, name)
-			g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load(), "delivered before", b.replayed.Load())
+			stopping.Go(func() {
+				m.stop()
+				g.log.Info("stopped carrying topic", "direction", dir, "topic", name, "messages", b.carried.Load(), "skipped", b.skipped.Load(), "delivered before", b.replayed.Load())
+			})
 		}
 	}
+	stopping.Wait()
 	for name, w := range want {
 		if have[name] != nil {
 			continue
