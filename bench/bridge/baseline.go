@@ -45,6 +45,21 @@ func measureBare(provider string, size, iters int, prefix string) (Baseline, err
 	return Baseline{Size: r.Size, Iters: r.Iters, Elapsed: r.Elapsed}, nil
 }
 
+// measureBareStream is fabric.MeasureBareStream over the libfabric
+// provider of the bridge's provider name: the bare loop with the source
+// cycling through srcSpan bytes and the target through dstSpan.
+func measureBareStream(provider string, size, iters, srcSpan, dstSpan int, prefix string) (Baseline, error) {
+	name, ok := strings.CutPrefix(provider, "fabric:")
+	if !ok {
+		return Baseline{}, fmt.Errorf("provider %s: %w: no bare fi_writedata loop without libfabric", provider, transport.ErrNotSupported)
+	}
+	r, err := fabric.MeasureBareStream(name, size, iters, srcSpan, dstSpan, fabric.Options{Node: "127.0.0.1", NamePrefix: prefix, Timeout: 30 * time.Second})
+	if err != nil {
+		return Baseline{}, err
+	}
+	return Baseline{Size: r.Size, Iters: r.Iters, Elapsed: r.Elapsed}, nil
+}
+
 // measureLoop is the ring's traffic without the ring: through the
 // transport.Provider API of the bridge's provider, one goroutine writes
 // iters size-byte messages with immediates back to back at consecutive

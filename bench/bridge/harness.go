@@ -229,7 +229,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	vs := o.variants()
 	k := o.resolveRails(vs)
 	bareK := k > 1 && slices.ContainsFunc(vs, func(v Variant) bool { return v.Key == KeyRails })
-	steps := o.Reps * len(o.Sizes) * (2 + len(vs))
+	steps := o.Reps * len(o.Sizes) * (3 + len(vs))
 	if bareK {
 		steps += o.Reps * len(o.Sizes)
 	}
@@ -237,6 +237,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	defer pr.finish()
 	res.Bare = make([]Baseline, len(o.Sizes))
 	res.Loop = make([]Baseline, len(o.Sizes))
+	res.BareStream = make([]Baseline, len(o.Sizes))
 	if bareK {
 		res.BareRails = make([]Baseline, len(o.Sizes))
 	}
@@ -269,6 +270,17 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			if err != nil {
 				return nil, err
 			}
+			if res.BareNote == "" {
+				// The bridge's working set: the publisher's window of pool
+				// blocks, and the ring the reader lands them in.
+				src, dst := o.window(size, 1)*size, int(o.RingSize)
+				pr.step(fmt.Sprintf("bare fi_writedata loop, streaming (%s → %s), %s × %d", benchutil.FormatSize(src), benchutil.FormatSize(dst), benchutil.FormatSize(size), n))
+				b, err := measureBareStream(o.Provider, size, n, src, dst, o.Prefix)
+				if err != nil {
+					return nil, fmt.Errorf("streaming bare loop, %s: %w", benchutil.FormatSize(size), err)
+				}
+				res.BareStream[i].add(b)
+			}
 			if bareK {
 				pr.step(fmt.Sprintf("bare fi_writedata loop over %d endpoints, %s × %d", k, benchutil.FormatSize(size), n))
 				if res.BareNote == "" {
@@ -299,7 +311,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	if res.BareNote != "" {
-		res.BareRails = nil
+		res.BareRails, res.BareStream = nil, nil
 	}
 	res.finish(start)
 	return res, nil

@@ -396,7 +396,9 @@ func (r *Result) baselinesText() string {
 			"the publisher and the subscriber are processes, the window is kept by credits the subscriber returns over a socket pair. "
 	}
 	return "The bare loop is fi_writedata in C between two endpoints of this process " +
-		"(fabric.MeasureBare, one size-byte region); the transport loop is WriteImm through the transport.Provider " +
+		"(fabric.MeasureBare, one size-byte region, which stays in the caches when small); the streaming bare loop is the same loop " +
+		"from fresh memory into fresh memory (fabric.MeasureBareStream: the source cycles through the window's worth of messages, " +
+		"the target through a ring-sized region, as the bridge's data does); the transport loop is WriteImm through the transport.Provider " +
 		"API into a ring-sized region at consecutive offsets; neither has headers, head write-backs or pools. "
 }
 

@@ -30,6 +30,9 @@ func (r *Result) WritePlots(prefix string) ([]string, error) {
 	}
 	grey := color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
 	baseline("bare fi_writedata loop", r.Bare, grey)
+	if len(r.BareStream) > 0 {
+		baseline("bare loop, streaming", r.BareStream, color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff})
+	}
 	if len(r.BareRails) > 0 {
 		baseline(fmt.Sprintf("bare loop over %d endpoints", r.Rails), r.BareRails, color.Black)
 	}

@@ -32,6 +32,10 @@ type Result struct {
 	// saying why, without libfabric).
 	Bare     []Baseline `json:"bare"`
 	BareNote string     `json:"bare_note,omitempty"`
+	// BareStream is the bare loop from fresh memory into fresh memory per
+	// size: the source cycles through the window's worth of messages, the
+	// target through a ring-sized region (fabric.MeasureBareStream).
+	BareStream []Baseline `json:"bare_stream,omitempty"`
 	// Loop is the transport-level WriteImm loop per size.
 	Loop []Baseline `json:"transport_loop"`
 	// Rails is K of the rails variant; BareRails the bare loop over K
@@ -230,6 +234,10 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 			t.Rows = append(t.Rows, []string{sz, "bare fi_writedata loop (" + r.Provider + ")", benchutil.Thousands(int64(bare.Iters)), "—",
 				rate(bareBps / float64(size)), gbps(bareBps), "1.00×", "", "", ""})
 		}
+		if sb := baselineFor(r.BareStream, size); sb != nil {
+			t.Rows = append(t.Rows, []string{sz, "bare fi_writedata loop, streaming (" + r.Provider + ")", benchutil.Thousands(int64(sb.Iters)), "—",
+				rate(sb.BytesPerSecond() / float64(size)), gbps(sb.BytesPerSecond()), times(vsBaseline(sb.Runs, sb.Iters, bare)), "", "", ""})
+		}
 		if kb := baselineFor(r.BareRails, size); kb != nil {
 			t.Rows = append(t.Rows, []string{sz, fmt.Sprintf("bare fi_writedata loop over %d endpoints (%s)", r.Rails, r.Provider), benchutil.Thousands(int64(kb.Iters)), "—",
 				rate(kb.BytesPerSecond() / float64(size)), gbps(kb.BytesPerSecond()), times(vsBaseline(kb.Runs, kb.Iters, bare)), "", "", ""})
@@ -290,20 +298,21 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 
 	// Ratios.
 	fmt.Fprintf(w, "\n## Ratios (throughput, same run, medians of per-repetition ratios)\n\n")
-	t = benchutil.Table{Head: []string{"size", "bridge / bare loop", "bridge / transport loop", "bridge " + r.Provider + " / bridge tcp",
+	t = benchutil.Table{Head: []string{"size", "bridge / bare loop", "bridge / streaming bare loop", "bridge / transport loop", "bridge " + r.Provider + " / bridge tcp",
 		"write-twice / default", "watermark 1/4 / default", fmt.Sprintf("per-topic / one ring (%d topics)", Topics),
-		fmt.Sprintf("%d rails / bare loop", r.Rails), fmt.Sprintf("%d rails / bare over %d endpoints", r.Rails, r.Rails)}, Align: "lrrrrrrrr"}
+		fmt.Sprintf("%d rails / bare loop", r.Rails), fmt.Sprintf("%d rails / bare over %d endpoints", r.Rails, r.Rails)}, Align: "lrrrrrrrrr"}
 	var goalCells []string
 	goalMet, goalAny := true, false
 	for _, size := range r.Sizes {
 		dc := def.cell(size)
 		row := []string{benchutil.FormatSize(size)}
-		var bareR, loopR float64
+		var bareR, streamR, loopR float64
 		if dc != nil {
 			bareR = vsBaseline(dc.Runs, dc.Messages, baselineFor(r.Bare, size))
+			streamR = vsBaseline(dc.Runs, dc.Messages, baselineFor(r.BareStream, size))
 			loopR = vsBaseline(dc.Runs, dc.Messages, baselineFor(r.Loop, size))
 		}
-		row = append(row, pct(bareR), pct(loopR))
+		row = append(row, pct(bareR), pct(streamR), pct(loopR))
 		other := func(key string) string {
 			c := r.Variant(key).cell(size)
 			if c == nil || dc == nil {

@@ -14,8 +14,10 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/subcmd"
@@ -40,4 +42,32 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func main() { commands.Main(os.Args[1:]) }
+// main runs a benchmark. With RGAPS_BENCH_CPUPROFILE=FILE it writes a Go
+// CPU profile of the benchmark's own process (not of the child processes
+// or daemons it starts) to FILE, for `go tool pprof`.
+func main() {
+	if f := os.Getenv("RGAPS_BENCH_CPUPROFILE"); f != "" {
+		stop, err := cpuProfile(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rgaps-bench:", err)
+			os.Exit(1)
+		}
+		commands.AtExit = stop
+	}
+	commands.Main(os.Args[1:])
+}
+
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

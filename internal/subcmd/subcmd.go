@@ -25,7 +25,9 @@ type Set struct {
 	// Quiet are errors, besides ErrUsage, after which the command has said
 	// all there is to say (flag.ErrHelp): exit 2 without a message.
 	Quiet []error
-	cmds  []command
+	// AtExit, when set, runs right before Main exits (after the command).
+	AtExit func()
+	cmds   []command
 }
 
 type command struct {
@@ -58,7 +60,7 @@ func (s *Set) Usage(w io.Writer) {
 func (s *Set) Main(args []string) {
 	if len(args) < 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		s.Usage(os.Stderr)
-		os.Exit(2)
+		s.exit(2)
 	}
 	for _, c := range s.cmds {
 		if c.name != args[0] {
@@ -67,19 +69,26 @@ func (s *Set) Main(args []string) {
 		err := c.run(args[1:])
 		switch {
 		case err == nil:
-			os.Exit(0)
+			s.exit(0)
 		case errors.Is(err, ErrUsage):
-			os.Exit(2)
+			s.exit(2)
 		}
 		for _, q := range s.Quiet {
 			if errors.Is(err, q) {
-				os.Exit(2)
+				s.exit(2)
 			}
 		}
 		fmt.Fprintf(os.Stderr, "%s %s: %v\n", s.Prog, c.name, err)
-		os.Exit(1)
+		s.exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "%s: unknown %s %q\n", s.Prog, s.Noun, args[0])
 	s.Usage(os.Stderr)
-	os.Exit(2)
+	s.exit(2)
+}
+
+func (s *Set) exit(code int) {
+	if s.AtExit != nil {
+		s.AtExit()
+	}
+	os.Exit(code)
 }

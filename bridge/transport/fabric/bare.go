@@ -19,6 +19,8 @@ typedef struct {
 	fi_addr_t dest;
 	void *src, *desc, *ctx;
 	size_t len, nctx;
+	size_t stride;            // bytes between slots (the length rounded up to 64)
+	size_t src_slots, dst_slots; // message i goes from slot i % src_slots, to slot i % dst_slots
 	uint64_t addr, key;
 	long iters;
 	long received;
@@ -63,7 +65,9 @@ static long long rg_bare_run(rg_bare *b) {
 		return -FI_EOTHER;
 	for (long posted = 0; posted < b->iters && !err;) {
 		void *ctx = (char *)b->ctx + (posted % b->nctx) * sizeof(struct fi_context2);
-		ssize_t r = fi_writedata(b->ep, b->src, b->len, b->desc, (uint64_t)posted, b->dest, b->addr, b->key, ctx);
+		size_t from = (size_t)(posted % (long)b->src_slots) * b->stride;
+		size_t to = (size_t)(posted % (long)b->dst_slots) * b->stride;
+		ssize_t r = fi_writedata(b->ep, (char *)b->src + from, b->len, b->desc, (uint64_t)posted, b->dest, b->addr + to, b->key, ctx);
 		if (r == 0) {
 			posted++;
 			continue;
@@ -144,6 +148,25 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (res BareRe
 // pair's receiver has seen all its immediates: the baseline of a bridge
 // ring striped over k rails.
 func MeasureBareRails(provider string, size, iters, k int, opts Options) (res BareResult, err error) {
+	return measureBare(provider, size, iters, k, [2]int{}, opts)
+}
+
+// MeasureBareStream is the bare loop with messages from fresh memory or
+// into fresh memory: the source region is srcSpan bytes and the target
+// dstSpan, each cut into slots of size bytes (rounded up to 64), and
+// message i goes from source slot i mod (srcSpan / slot) to target slot
+// i mod (dstSpan / slot), as a stream of messages through a pool and a
+// ring does. A span of at most size is one slot, MeasureBare's single
+// region, which stays in the processor's caches when it is small enough;
+// spans larger than the caches do not.
+func MeasureBareStream(provider string, size, iters, srcSpan, dstSpan int, opts Options) (BareResult, error) {
+	return measureBare(provider, size, iters, 1, [2]int{srcSpan, dstSpan}, opts)
+}
+
+// measureBare is the loop over k endpoint pairs, each message's piece
+// from and to slots of regions of spans[0] and spans[1] bytes (at most
+// the piece: one slot).
+func measureBare(provider string, size, iters, k int, spans [2]int, opts Options) (res BareResult, err error) {
 	if size <= 0 || iters <= 0 || k <= 0 || k > 64 || (size+k-1)/k > transport.MaxMessage {
 		return res, fmt.Errorf("bare loop of %d writes of %d bytes over %d endpoints: bad size or count", iters, size, k)
 	}
@@ -173,7 +196,7 @@ func MeasureBareRails(provider string, size, iters, k int, opts Options) (res Ba
 		var b *C.rg_bare
 		var ctx unsafe.Pointer
 		var closeFn func() error
-		b, ctx, closeFn, err = p.barePair(listenAt, min(piece, size-i*piece), iters)
+		b, ctx, closeFn, err = p.barePair(listenAt, min(piece, size-i*piece), iters, spans)
 		if closeFn != nil {
 			defer func() { err = errors.Join(err, closeFn()) }()
 		}
@@ -209,10 +232,11 @@ func MeasureBareRails(provider string, size, iters, k int, opts Options) (res Ba
 }
 
 // barePair connects two endpoints of p, registers a src and a dst region
-// of n bytes and prepares the C loop of iters writes between them. Its
+// of n bytes (of spans[0] and spans[1] bytes cut into slots of n rounded
+// up to 64, where a span holds more than one) and prepares the C loop of iters writes between them. Its
 // endpoints' mutexes stay held until closeFn, which closes both ends at
 // once (each progresses the other's goodbye).
-func (p *Provider) barePair(listenAt string, n, iters int) (b *C.rg_bare, ctx unsafe.Pointer, closeFn func() error, err error) {
+func (p *Provider) barePair(listenAt string, n, iters int, spans [2]int) (b *C.rg_bare, ctx unsafe.Pointer, closeFn func() error, err error) {
 	ln, err := p.Listen(listenAt)
 	if err != nil {
 		return nil, nil, nil, err
@@ -244,15 +268,30 @@ func (p *Provider) barePair(listenAt string, n, iters int) (b *C.rg_bare, ctx un
 		go func() { closed <- re.Close() }()
 		return errors.Join(te.Close(), <-closed)
 	}
-	src, err := p.Alloc(n)
+	stride := (n + 63) &^ 63
+	srcSlots, dstSlots := max(1, spans[0]/stride), max(1, spans[1]/stride)
+	region := func(slots int) int {
+		if slots == 1 {
+			return n
+		}
+		return slots * stride
+	}
+	src, err := p.Alloc(region(srcSlots))
 	if err != nil {
 		return nil, nil, closeFn, err
 	}
-	dst, err := p.Alloc(n)
+	dst, err := p.Alloc(region(dstSlots))
 	if err != nil {
 		return nil, nil, closeFn, err
 	}
 	sr, dr := src.(*Region), dst.(*Region)
+	// Fault every page in before the clock starts, the source with data:
+	// untouched anonymous pages all read as the one zero page, which
+	// stays in the cache.
+	for i := range sr.b {
+		sr.b[i] = byte(i>>6) | 1
+	}
+	clear(dr.b)
 	te.mu.Lock()
 	re.mu.Lock()
 	unlocked := closeFn
@@ -283,6 +322,7 @@ func (p *Provider) barePair(listenAt string, n, iters int) (b *C.rg_bare, ctx un
 		ep: te.c.ep, txcq: te.c.cq, rxcq: re.c.cq, dest: te.c.peer,
 		src: unsafe.Pointer(unsafe.SliceData(sr.b)), desc: sr.descFor(), ctx: ctx,
 		len: C.size_t(n), nctx: C.size_t(nctx),
+		stride: C.size_t(stride), src_slots: C.size_t(srcSlots), dst_slots: C.size_t(dstSlots),
 		addr: C.uint64_t(d.Addr), key: C.uint64_t(d.Key),
 		iters:      C.long(iters),
 		timeout_ns: C.longlong(time.Duration(iters) * p.opts.Timeout / 8),

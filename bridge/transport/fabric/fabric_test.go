@@ -325,6 +325,17 @@ func TestMeasureBare(t *testing.T) {
 	if err != nil || res.Iters != 16 || res.Size != 1<<20+5 || res.Elapsed <= 0 {
 		t.Errorf("3 endpoints: %+v %v", res, err)
 	}
+	// From fresh memory into fresh memory: 5 source and 3 target slots of
+	// an odd size (slots 64-byte aligned), 16 writes wrapping around
+	// both; a write past either region fails its completion.
+	for _, prov := range []string{"tcp", "shm"} {
+		size := 100<<10 + 3
+		stride := (size + 63) &^ 63
+		res, err = MeasureBareStream(prov, size, 16, 5*stride, 3*stride+63, Options{NamePrefix: testutil.Prefix(), Timeout: 20 * time.Second})
+		if err != nil || res.Iters != 16 || res.Size != size || res.Elapsed <= 0 {
+			t.Errorf("%s streaming: %+v %v", prov, res, err)
+		}
+	}
 	if _, err := MeasureBare("tcp", 0, 1); err == nil {
 		t.Error("a bare loop of 0-byte writes was accepted")
 	}

@@ -58,6 +58,11 @@ func MeasureBareWith(provider string, size, iters int, opts Options) (BareResult
 	return BareResult{}, err
 }
 
+// MeasureBareStream reports that this build has no libfabric.
+func MeasureBareStream(provider string, size, iters, srcSpan, dstSpan int, opts Options) (BareResult, error) {
+	return MeasureBareWith(provider, size, iters, opts)
+}
+
 // MeasureBareRails reports that this build has no libfabric.
 func MeasureBareRails(provider string, size, iters, k int, opts Options) (BareResult, error) {
 	_, err := Open(provider, opts)
