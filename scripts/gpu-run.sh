@@ -3,9 +3,12 @@
 # scripts/gpu-build.sh: every GPU test (skips become failures), the demo
 # (two emulated hosts), the C example on the GPU, and the benchmarks.
 # STEPS selects what runs (default: all of "tests demo capi e2e gpu local
-# bridge"). Results go to $OUT (or results/).
+# bridge"; also "netns": rgaps-bench bridge -netns, and "scale":
+# rgaps-bench scale). Results go to $OUT (or results/), their names
+# prefixed by $NAME (default gpu).
 set -uo pipefail
 out=${OUT:-results}
+name=${NAME:-gpu}
 mkdir -p "$out"
 steps=" ${STEPS:-tests demo capi e2e gpu local bridge} "
 export RGAPS_REQUIRE_GPU=1 PATH="$PWD/build:$PATH" RGAPS_DAEMON="$PWD/build/rgaps" GORACE=atexit_sleep_ms=0
@@ -33,14 +36,22 @@ if want capi; then
 	step build/rgaps_example pub /rgaps_capi_check 50 4194304 gpu
 	wait
 fi
-want e2e && step build/rgaps-bench e2e ${E2E_ARGS:-} -out "$out/h100-bench-e2e"
-want gpu && step build/rgaps-bench gpu -q -out "$out" -json "$out/bench-gpu.json"
+want e2e && step build/rgaps-bench e2e ${E2E_ARGS:-} -out "$out/$name-bench-e2e"
+want gpu && step build/rgaps-bench gpu -q ${GPU_ARGS:-} -out "$out" -json "$out/$name-bench-gpu.json"
 if want local; then
-	step build/rgaps-bench local -q -json "$out/bench-local.json" > "$out/bench-local.md"
-	cat "$out/bench-local.md"
+	step build/rgaps-bench local -q ${LOCAL_ARGS:-} -json "$out/$name-bench-local.json" > "$out/$name-bench-local.md"
+	cat "$out/$name-bench-local.md"
 fi
 if want bridge; then
-	step build/rgaps-bench bridge ${BRIDGE_ARGS:-} > "$out/bench-bridge.md"
-	cat "$out/bench-bridge.md"
+	step build/rgaps-bench bridge ${BRIDGE_ARGS:-} > "$out/$name-bench-bridge.md"
+	cat "$out/$name-bench-bridge.md"
+fi
+if want netns; then
+	step build/rgaps-bench bridge -netns ${NETNS_ARGS:-} > "$out/$name-bench-bridge-netns.md"
+	cat "$out/$name-bench-bridge-netns.md"
+fi
+if want scale; then
+	step build/rgaps-bench scale ${SCALE_ARGS:-} > "$out/$name-bench-scale.md"
+	cat "$out/$name-bench-scale.md"
 fi
 exit $fail
