@@ -91,9 +91,10 @@ func (t *Topic) setMeta(n uint32, size uint64) (uint64, error) {
 // dropMeta frees sample n's meta block, if any. Must hold the topic lock.
 func (t *Topic) dropMeta(n uint32) {
 	so := t.sampleOff(n)
-	b := t.u32(so + sMetaBlock).Swap(0)
-	t.u32(so + sMetaSize).Store(0)
-	t.u64(so + sMetaOffset).Store(0)
+	b := t.u32(so + sMetaBlock).Load()
+	t.set32(so+sMetaBlock, 0)
+	t.set32(so+sMetaSize, 0)
+	t.set64(so+sMetaOffset, 0)
 	if b != 0 {
 		if err := t.alloc.Free(b); err != nil {
 			t.markCorrupt("sample %d: freeing meta block %d: %v", n, b, err)
@@ -105,9 +106,9 @@ func (t *Topic) dropMeta(n uint32) {
 // record being made or put on the free list by repair).
 func (t *Topic) clearMeta(n uint32) {
 	so := t.sampleOff(n)
-	t.u32(so + sMetaBlock).Store(0)
-	t.u32(so + sMetaSize).Store(0)
-	t.u64(so + sMetaOffset).Store(0)
+	t.set32(so+sMetaBlock, 0)
+	t.set32(so+sMetaSize, 0)
+	t.set64(so+sMetaOffset, 0)
 }
 
 // metaProblem checks sample n's meta fields before the sample is given to

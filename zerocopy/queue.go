@@ -54,8 +54,8 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 			return 0, t.markCorrupt("the free sample list names sample %d, which is in state %d", n, st)
 		}
 	}
-	t.u32(so + sBlock).Store(0)
-	t.u32(so + sDevBlock).Store(0)
+	t.set32(so+sBlock, 0)
+	t.set32(so+sDevBlock, 0)
 	t.clearMeta(n)
 	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
 		return 0, err
@@ -63,13 +63,13 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 	if fresh {
 		t.u32(hSamplesMade).Store(n)
 	} else {
-		head.Store(t.u32(so + sNext).Load())
+		t.set32(hFreeSample, t.u32(so+sNext).Load())
 	}
-	t.u32(so + sState).Store(uint32(sampleLoaned))
-	t.u32(so + sRefs).Store(1)
-	t.u64(so + sSize).Store(size)
-	t.u32(so + sPubSlot).Store(slot)
-	t.u32(hUsedSamples).Add(1)
+	t.set32(so+sState, uint32(sampleLoaned))
+	t.set32(so+sRefs, 1)
+	t.set64(so+sSize, size)
+	t.set32(so+sPubSlot, slot)
+	t.set32(hUsedSamples, t.u32(hUsedSamples).Load()+1)
 	t.heldWord(slot, j).Store(n)
 	t.u32(t.slotOff(slot) + eHeld).Add(1)
 	return n, nil
@@ -87,8 +87,8 @@ func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
 		return err
 	}
 	so := t.sampleOff(n)
-	t.u64(so + offF).Store(b.Offset)
-	t.u32(so + blockF).Store(b.Index)
+	t.set64(so+offF, b.Offset)
+	t.set32(so+blockF, b.Index)
 	return nil
 }
 
@@ -194,9 +194,8 @@ func (t *Topic) unref(n uint32) {
 		return
 	}
 	so := t.sampleOff(n)
-	refs := t.u32(so + sRefs)
-	if refs.Load() > 1 {
-		refs.Add(^uint32(0))
+	if refs := t.u32(so + sRefs).Load(); refs > 1 {
+		t.set32(so+sRefs, refs-1)
 		return
 	}
 	t.freeSample(n)
@@ -220,12 +219,11 @@ func (t *Topic) freeSample(n uint32) {
 		}
 	}
 	t.dropMeta(n)
-	t.u32(so + sRefs).Store(0)
-	t.u32(so + sState).Store(uint32(sampleFree))
-	head := t.u32(hFreeSample)
-	t.u32(so + sNext).Store(head.Load())
-	head.Store(n)
-	t.u32(hUsedSamples).Add(^uint32(0))
+	t.set32(so+sRefs, 0)
+	t.set32(so+sState, uint32(sampleFree))
+	t.set32(so+sNext, t.u32(hFreeSample).Load())
+	t.set32(hFreeSample, n)
+	t.set32(hUsedSamples, t.u32(hUsedSamples).Load()-1)
 	t.wakeSpace()
 }
 
@@ -274,7 +272,7 @@ func (t *Topic) ringOK(slot uint32) error {
 func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
 	so := t.slotOff(slot)
 	headW, tail := t.u64(so+eHead), t.u64(so+eTail)
-	t.u32(t.sampleOff(n) + sRefs).Add(1)
+	t.set32(t.sampleOff(n)+sRefs, t.u32(t.sampleOff(n)+sRefs).Load()+1)
 	capacity := min(uint64(t.u32(so+eCap).Load()), uint64(t.lay.queueCap))
 	var evicted uint32
 	for {

@@ -130,12 +130,23 @@ func (s *Subscription) ready() (ok bool) {
 
 // Take removes the oldest queued sample, or returns ErrNoData. Samples whose
 // lifespan has passed are discarded on the way.
+//
+// Like Publisher.Loan, Take is inlined: a caller that returns the sample
+// without keeping it has it on its own stack.
 func (s *Subscription) Take() (*Sample, error) {
+	smp := new(Sample)
+	if err := s.takeInto(smp); err != nil {
+		return nil, err
+	}
+	return smp, nil
+}
+
+func (s *Subscription) takeInto(smp *Sample) error {
 	if !s.enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer s.exit()
-	return s.take()
+	return s.take(smp)
 }
 
 // HostPool is the topic's host pool as this process maps it for reading
@@ -240,24 +251,32 @@ const waitSlice = 500 * time.Millisecond
 
 // TakeWait waits up to timeout for a sample and takes it.
 func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
+	smp := new(Sample)
+	if err := s.takeWaitInto(smp, timeout); err != nil {
+		return nil, err
+	}
+	return smp, nil
+}
+
+func (s *Subscription) takeWaitInto(smp *Sample, timeout time.Duration) error {
 	if !s.enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer s.exit()
 	deadline := time.Now().Add(timeout)
 	for {
-		smp, err := s.take()
+		err := s.take(smp)
 		if err != ErrNoData {
-			return smp, err
+			return err
 		}
 		left := time.Duration(-1)
 		if timeout >= 0 {
 			if left = time.Until(deadline); left <= 0 {
-				return nil, ErrTimeout
+				return ErrTimeout
 			}
 		}
 		if err := s.wait(left); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }

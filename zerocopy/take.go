@@ -60,11 +60,13 @@ var errTakeLocked = errors.New("take under the lock")
 // "read" after step 2, "claimed" after step 3, "held" after step 4.
 var takeHook func(step string)
 
-func (s *Subscription) take() (_ *Sample, err error) {
+// take fills smp (zero) with the oldest queued sample, or returns
+// ErrNoData; the caller has entered.
+func (s *Subscription) take(smp *Sample) (err error) {
 	t := s.t
 	defer t.unguard(guard(), &err)
 	if err := t.check(); err != nil {
-		return nil, err
+		return err
 	}
 	s.takeMu.Lock()
 	defer s.takeMu.Unlock()
@@ -72,18 +74,18 @@ func (s *Subscription) take() (_ *Sample, err error) {
 	var n uint32
 	for i := uint32(0); ; i++ {
 		if i > t.lay.queueCap {
-			return nil, ErrNoData // a ring of expired samples only
+			return ErrNoData // a ring of expired samples only
 		}
 		n, err = t.claim(s.slot)
 		if err == errTakeLocked {
 			n, err = t.claimLocked(s.slot)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if why := t.undeliverable(s.slot, n); why != "" {
 			if err := t.recheck(s.slot, n); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if now.IsZero() {
@@ -94,7 +96,7 @@ func (s *Subscription) take() (_ *Sample, err error) {
 			break
 		}
 		if err := t.dropExpired(s.slot, n); err != nil { // lifespan over: never delivered
-			return nil, err
+			return err
 		}
 	}
 	if s.qos.Reliability == qos.ReliabilityReliable && s.qos.History == qos.HistoryKeepAll {
@@ -103,7 +105,7 @@ func (s *Subscription) take() (_ *Sample, err error) {
 		t.wakeSpace()
 	}
 	so := t.sampleOff(n)
-	smp := &Sample{s: s, n: n}
+	smp.s, smp.n = s, n
 	smp.info.Offset = t.u64(so + sOffset).Load()
 	size := t.u64(so + sSize).Load()
 	smp.size = size // undeliverable checked it against the blocks
@@ -121,7 +123,7 @@ func (s *Subscription) take() (_ *Sample, err error) {
 	s.mu.Lock()
 	s.lastData = now
 	s.mu.Unlock()
-	return smp, nil
+	return nil
 }
 
 // recheck runs the checks of a sample that failed them without the lock
