@@ -44,6 +44,8 @@ type Loan struct {
 	// into the block were queued on (WritesOn).
 	stream   uintptr
 	onStream bool
+	// trace, when set (PublishTraced), receives the publish's stages.
+	trace *PublishTrace
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -356,7 +358,11 @@ func (l *Loan) publishEntered() error {
 		l.p.dropLoan(l.n)
 		return fmt.Errorf("waiting for the device writes: %w", err)
 	}
-	return l.p.publish(l.n, l.origin)
+	if tr := l.trace; tr != nil {
+		tr.mark(&tr.Writes)
+		tr.Forms = tr.Writes
+	}
+	return l.p.publish(l.n, l.origin, l.trace)
 }
 
 // Origin is where a message really comes from, for a republishing
@@ -492,9 +498,9 @@ func (p *Publisher) noteData(now time.Time) {
 	p.mu.Unlock()
 }
 
-// publish queues held sample n for every matched subscription; the caller
-// has entered.
-func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
+// publish queues held sample n for every matched subscription, recording
+// its stages in tr unless nil; the caller has entered.
+func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace) (err error) {
 	t := p.t
 	defer t.unguard(guard(), &err)
 	so := t.slotOff(p.slot)
@@ -512,6 +518,9 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 		peers, gen := p.peersNow()
 		if err := t.lock(); err != nil {
 			return err
+		}
+		if tr != nil {
+			tr.mark(&tr.Locked)
 		}
 		if t.generation.Load() != gen {
 			t.unlock() // an endpoint came or went since the refresh
@@ -581,6 +590,9 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 			if err == nil {
 				err = t.copyForm(n, dev, false)
 			}
+			if tr != nil {
+				tr.mark(&tr.Forms)
+			}
 			if err != nil {
 				p.dropLoan(n)
 				if errors.Is(err, ErrPoolExhausted) && !p.reliable() {
@@ -621,7 +633,14 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 		}
 		t.unref(n) // the publisher's own (held) reference
 		t.unlock()
-		t.wakeSubscribers()
+		if tr == nil {
+			t.wakeSubscribers()
+		} else {
+			tr.mark(&tr.Queued)
+			tr.Readers = len(peers)
+			tr.Slept = t.wakeSubscribers()
+			tr.mark(&tr.Woken)
+		}
 		p.noteData(now)
 		return nil
 	}

@@ -569,11 +569,25 @@ func (t *Topic) wakeSpace() {
 	}
 }
 
-func (t *Topic) wakeSubscribers() {
+// wakeSubscribers moves pubSeq and wakes the subscribers blocked on it, if
+// any (it reports whether there were).
+func (t *Topic) wakeSubscribers() bool {
 	t.pubSeq.Add(1)
 	if t.pubWaiters.Load() != 0 {
 		shm.WakeAll(t.pubSeq)
+		return true
 	}
+	return false
+}
+
+// Waiting is the number of subscriber waits (Subscription.Wait, TakeWait,
+// wait sets) blocked on the topic now, in every process: what the next
+// publish wakes. A benchmark that times a publish to sleeping subscribers
+// waits for it to reach their number first. A process that died while
+// waiting stays counted until the topic is removed.
+func (t *Topic) Waiting() int {
+	defer t.unguard(guard(), nil)
+	return int(t.pubWaiters.Load())
 }
 
 // notifyChange tells everyone about an endpoint change whose generation
