@@ -110,3 +110,44 @@ func TestSpaceWaitersCounted(t *testing.T) {
 		t.Fatalf("%d waiters counted after the wait", n)
 	}
 }
+
+// Loan + Discard, and Loan + Publish + Take + Return of a caller that
+// keeps neither, allocate nothing on the Go heap: no garbage collection
+// ever lands in them because of the engine.
+func TestHotPathsAllocateNothing(t *testing.T) {
+	d := openDomain(t, nil)
+	p := mustPub(t, d, "/no_alloc", qos.Default())
+	s := mustSub(t, d, "/no_alloc", qos.Default())
+	loanDiscard := func() {
+		l, err := p.Loan(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Discard(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roundTrip := func() {
+		l, err := p.Loan(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Bytes()[0] = 1
+		if err := l.Publish(); err != nil {
+			t.Fatal(err)
+		}
+		smp, err := s.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := smp.Return(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, fn := range map[string]func(){"Loan+Discard": loanDiscard, "Loan+Publish+Take+Return": roundTrip} {
+		fn()
+		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+			t.Errorf("%s: %.2f allocations per run", name, n)
+		}
+	}
+}
