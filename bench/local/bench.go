@@ -65,6 +65,12 @@ type Options struct {
 	AllocSizes   []int // sizes of the allocation measurement
 	AllocSamples int   // timed pairs per size
 
+	// NoSettle sends each futex and rgaps message right after the previous
+	// one's acknowledgements, as runs before 2026-11-28 did, instead of
+	// once every subscriber sleeps (a subscriber then may not be asleep
+	// yet, or only just, which makes its wake-up cheaper than from a
+	// longer sleep). With BusyPoll there is no waiting either.
+	NoSettle bool
 	// BusyPoll > 0 makes subscribers spin that long before sleeping in the
 	// kernel (Config.BusyPoll); 0 means no spinning, whatever
 	// RGAPS_BUSY_POLL says.
@@ -105,6 +111,7 @@ type Settings struct {
 	AllocSamples int           `json:"alloc_samples"`
 	Floor        string        `json:"floor_segment"` // PathFutex's
 	BusyPoll     time.Duration `json:"busy_poll_ns"`  // as the subscribers' engine reports it
+	Settle       bool          `json:"settle"`        // messages sent once every subscriber slept
 	Domain       uint32        `json:"domain"`
 	Prefix       string        `json:"prefix"`
 	Topic        string        `json:"topic"`
@@ -271,7 +278,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	res = &Result{Machine: machineInfo(), Settings: Settings{
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		AllocSizes: o.AllocSizes, AllocSamples: o.AllocSamples,
-		BusyPoll: o.BusyPoll, Domain: o.Domain, Prefix: o.Prefix,
+		BusyPoll: o.BusyPoll, Settle: !o.NoSettle && o.BusyPoll == 0, Domain: o.Domain, Prefix: o.Prefix,
 		QoS: "reliable, keep_last(10), volatile",
 	}}
 	if err := h.open(); err != nil {

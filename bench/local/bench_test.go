@@ -38,6 +38,9 @@ func TestRunLocal(t *testing.T) {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
 	benchtest.NoSegments(t, res.Settings.Prefix)
+	if !res.Settings.Settle {
+		t.Error("the default run does not wait for the subscribers to sleep")
+	}
 
 	if len(res.Alloc) != len(o.AllocSizes) {
 		t.Fatalf("%d allocation rows, want %d", len(res.Alloc), len(o.AllocSizes))
@@ -154,6 +157,31 @@ func TestRunLocal(t *testing.T) {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
+}
+
+// Without waiting for the subscribers to sleep, the floor's and rgaps'
+// messages still all arrive (a subscriber may see its message before it
+// sleeps).
+func TestRunNoSettle(t *testing.T) {
+	o := tinyOptions(t)
+	o.NoSettle = true
+	o.Sizes, o.Subs, o.AllocSizes, o.AllocSamples = []int{64}, []int{2}, []int{64}, 10
+	o.paths = []string{PathFutex, PathRgaps}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Settings.Settle || len(res.Cells) != 2 {
+		t.Fatalf("settle %v, %d cells", res.Settings.Settle, len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		for s := range c.Received {
+			if c.Received[s] != o.Iters+o.Warmup || c.Bad[s] != 0 {
+				t.Errorf("%s: subscriber %d received %d, %d bad", c.Path, s, c.Received[s], c.Bad[s])
+			}
+		}
+	}
+	benchtest.NoSegments(t, res.Settings.Prefix)
 }
 
 func TestRunCancelCleansUp(t *testing.T) {

@@ -120,7 +120,7 @@ func (c *child) cell(req request) error {
 		recv = func(i int) (int64, func() (string, error), error) { return c.recvUDS(i, req.Size) }
 	case PathFutex:
 		done = func() {}
-		recv = func(i int) (int64, func() (string, error), error) { return c.recvFloor(i) }
+		recv = func(i int) (int64, func() (string, error), error) { return c.recvFloor(i, req.FloorBase) }
 	default:
 		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown path %q", req.Path)})
 	}

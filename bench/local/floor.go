@@ -91,6 +91,9 @@ func (f *floorWords) close(unlink bool) {
 // that a message is timed from sleep to wake-up; it gives up after
 // settleLimit and reports false (the report counts those messages).
 func (h *harness) settle(n int, count func() int) bool {
+	if h.o.NoSettle || h.o.BusyPoll > 0 {
+		return true
+	}
 	deadline := time.Now().Add(settleLimit)
 	for count() < n {
 		if time.Now().After(deadline) || h.ctx.Err() != nil {
@@ -129,15 +132,19 @@ func (h *harness) runFloor(kids []*benchutil.Kid, send []int64) (unsettled int, 
 }
 
 // recvFloor (child): count itself as about to sleep, sleep on the floor
-// word until the parent bumps it, and record now − t0.
-func (c *child) recvFloor(i int) (int64, func() (string, error), error) {
+// word until the parent has bumped it for message i (from base, its value
+// when the cell began), and record now − t0.
+func (c *child) recvFloor(i int, base uint32) (int64, func() (string, error), error) {
 	f := c.floor
 	if f == nil {
 		return 0, nil, errors.New("no floor segment")
 	}
-	v := f.seq.Load()
 	f.waiters.Add(1)
-	for f.seq.Load() == v {
+	for {
+		v := f.seq.Load()
+		if v-base > uint32(i) {
+			break
+		}
 		if shm.Wait(f.seq, v, time.Second) == shm.ErrTimeout && os.Getppid() != c.ppid {
 			f.waiters.Add(^uint32(0))
 			return 0, nil, errors.New("the benchmark process exited")

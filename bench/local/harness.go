@@ -118,7 +118,7 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 	c := Cell{Path: path, Size: size, Subs: n, Iters: iters, Warmup: warmup}
 	kids := h.procs.Kids()[:n]
 	count := iters + warmup
-	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count}); err != nil {
+	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count, FloorBase: h.floor.seq.Load()}); err != nil {
 		return c, err
 	}
 	if err := benchutil.Collect[reply](h.procs, kids, nil); err != nil {

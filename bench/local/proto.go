@@ -35,6 +35,9 @@ type request struct {
 	Topic string `json:"topic,omitempty"`
 	Size  int    `json:"size,omitempty"`
 	Count int    `json:"count,omitempty"` // messages, warm-up included
+	// FloorBase (PathFutex) is the floor word's value when the cell
+	// begins: message i is out once it passed FloorBase+i.
+	FloorBase uint32 `json:"floor_base,omitempty"`
 }
 
 // reply is what a child answers. Err is set when the request failed.

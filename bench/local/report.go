@@ -278,9 +278,12 @@ func (r *Result) Summary() []string {
 	for _, c := range r.Cells {
 		unsettled += c.Unsettled
 	}
-	if unsettled > 0 {
+	switch {
+	case !r.Settings.Settle:
+		out = append(out, "Sleep before send: off (-settle=false or busy polling): each message went out right after the previous one's acknowledgements, whether or not every subscriber slept yet.")
+	case unsettled > 0:
 		out = append(out, fmt.Sprintf("Sleep before send: %d messages went out before every subscriber slept (waited up to %v each): their subscribers did not all wake from sleep.", unsettled, settleLimit))
-	} else {
+	default:
 		out = append(out, "Sleep before send: every futex and rgaps message went out once every subscriber slept in the kernel.")
 	}
 	bad, msgs := 0, 0
@@ -334,9 +337,13 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## 2. Publish → subscriber wakeup, N subscriber processes, against the futex floor of N processes (µs)\n\n")
 	_, bw := ItersFor(BigSize+1, s.Iters, s.Warmup)
 	bi, _ := ItersFor(BigSize+1, s.Iters, s.Warmup)
-	fmt.Fprintf(w, "rgaps: the publisher loans and fills the message, waits (untimed) until every subscriber sleeps in Subscription.Wait (Topic.Waiting), stamps t0 (wall clock) in the block and calls Publish; each subscriber notes when Wait returned (woke) and when it holds the sample (took), minus t0. "+
+	settled := "waits (untimed) until every subscriber sleeps in Subscription.Wait (Topic.Waiting)"
+	if !s.Settle {
+		settled = "does not wait for the subscribers to sleep (-settle=false or busy polling)"
+	}
+	fmt.Fprintf(w, "rgaps: the publisher loans and fills the message, "+settled+", stamps t0 (wall clock) in the block and calls Publish; each subscriber notes when Wait returned (woke) and when it holds the sample (took), minus t0. "+
 		"Stages (Loan.PublishTraced, from the start of Publish): queued = the sample is in every queue and the topic lock released, woken = the FUTEX_WAKE call returned. "+
-		"Floor: the same subscriber processes sleep in futex(FUTEX_WAIT) on one word of a shared segment; once all sleep, the publisher stamps t0 and wakes them with one FUTEX_WAKE; each records now − t0 (no engine, no payload: what waking N processes costs here). "+
+		"Floor: the same subscriber processes sleep in futex(FUTEX_WAIT) on one word of a shared segment; the publisher (like rgaps' settled or not) stamps t0 and wakes them with one FUTEX_WAKE; each records now − t0 (no engine, no payload: what waking N processes costs here). "+
 		"Paced: the next message goes after every subscriber acknowledged the previous one (not timed). "+
 		"p50/p99 over all subscribers' samples; all-woke = p50 of the per-message maximum over subscribers. "+
 		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up); the floor runs %d+%d per N. Thesis column: Table 4.4 notification via Iceoryx (avg, any size).\n\n",
