@@ -303,19 +303,26 @@ func (l *Loan) Discard() (err error) {
 	defer l.p.exit()
 	werr := waitAll(l.copies) // a copy still running must not land in the block's next user
 	l.copies = nil
+	err = l.p.t.release(l.p.slot, l.n, "loan is not held by this publisher (reclaimed?)")
 	if werr != nil {
-		defer func() { err = errors.Join(werr, err) }()
+		err = errors.Join(werr, err)
 	}
-	t := l.p.t
+	return err
+}
+
+// release gives back sample n, held by slot (a loan discarded, a sample
+// returned), under the lock; notHeld describes the error when slot does
+// not hold it. The caller has entered.
+func (t *Topic) release(slot, n uint32, notHeld string) (err error) {
 	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
 		return err
 	}
 	defer t.unlock()
-	if !t.dropHeld(l.p.slot, l.n) {
-		return fmt.Errorf("%w: loan is not held by this publisher (reclaimed?)", ErrInvalid)
+	if !t.dropHeld(slot, n) {
+		return fmt.Errorf("%w: %s", ErrInvalid, notHeld)
 	}
-	t.unref(l.n)
+	t.unref(n)
 	return nil
 }
 

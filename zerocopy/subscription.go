@@ -171,20 +171,11 @@ func (smp *Sample) Return() (err error) {
 	defer smp.s.exit()
 	werr := waitAll(smp.copies) // a copy still reading the block
 	smp.copies = nil
+	err = smp.s.t.release(smp.s.slot, smp.n, "sample is not held by this subscription (closed?)")
 	if werr != nil {
-		defer func() { err = errors.Join(werr, err) }()
+		err = errors.Join(werr, err)
 	}
-	t := smp.s.t
-	defer t.unguard(guard(), &err)
-	if err := t.lock(); err != nil {
-		return err
-	}
-	defer t.unlock()
-	if !t.dropHeld(smp.s.slot, smp.n) {
-		return fmt.Errorf("%w: sample is not held by this subscription (closed?)", ErrInvalid)
-	}
-	t.unref(smp.n)
-	return nil
+	return err
 }
 
 // Wait blocks until a sample is queued or the timeout passes (negative:
