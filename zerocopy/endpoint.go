@@ -111,6 +111,10 @@ type endpoint struct {
 	// under a call in flight, and a blocked Wait is woken by close.
 	life sync.RWMutex
 
+	// takeMu (subscriptions): one take at a time, the ring's single
+	// consumer in this process (take.go).
+	takeMu sync.Mutex
+
 	// seenGen is matchGen, readable without mu: the janitor's tick skips
 	// an endpoint whose topic did not change and that has no deadline.
 	seenGen atomic.Uint32

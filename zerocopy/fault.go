@@ -86,8 +86,8 @@ func boundsPanic(r any) bool {
 		s := re.Error()
 		return strings.Contains(s, "out of range") || strings.Contains(s, "slice bounds")
 	}
-	s, ok := r.(string)
-	return ok && strings.HasPrefix(s, "shm: access")
+	_, ok := r.(*shm.AccessError)
+	return ok
 }
 
 // contains reports whether addr lies in one of t's mappings.

@@ -4,7 +4,7 @@ package zerocopy
 // the on-disk (in-/dev/shm) format: changing one changes TopicVersion or
 // GraphVersion. docs/ARCHITECTURE.md reproduces these tables.
 //
-// Topic segment, version 3 ("<prefix>_d<domain>_t<topic with / as .>@<type
+// Topic segment, version 4 ("<prefix>_d<domain>_t<topic with / as .>@<type
 // tag>", see segName):
 //
 //	[0, 4096)            header (static part covered by a CRC-32C, then dynamic words)
@@ -51,10 +51,14 @@ package zerocopy
 // A commit that finds /dev/shm full fails that one operation with an error
 // wrapping ErrNoSpace (and ErrPoolExhausted for a loan or publish).
 const (
-	// TopicVersion 3 added the sample's meta block (sMetaBlock...): a
-	// version 2 process would never free it, so version 2 segments are
-	// refused (ErrVersion), as version 1 ones are.
-	TopicVersion = 3
+	// TopicVersion 4 lets a subscription take from its own ring without
+	// the topic lock (take.go): the ring head's takingBit and the slot's
+	// eTakeN say which sample a take has moved out of the ring but not yet
+	// into a held entry. A version 3 process would take under the lock
+	// without knowing the bit (and evict with a plain increment), so
+	// version 3 segments are refused (ErrVersion), as older ones are.
+	// Version 3 added the sample's meta block (sMetaBlock...).
+	TopicVersion = 4
 	topicMagic   = "RGAPSTPC"
 	headerSize   = 4096
 
@@ -121,7 +125,7 @@ const (
 	eStart = 16  // u64 owner start time
 	eGID   = 24  // [16]byte
 	eSeq   = 40  // u64 publisher: last sequence number assigned
-	eHead  = 48  // u64 ring read position (subscription queue, or publisher history)
+	eHead  = 48  // u64 ring read position (subscription queue, or publisher history); bit 63: takingBit
 	eTail  = 56  // u64 ring write position; entries are ring[pos % queueCap]
 	eLost  = 64  // u64 subscription: samples lost to it; publisher: samples it dropped
 	eCap   = 72  // u32 effective ring capacity (depth) for this endpoint
@@ -132,7 +136,11 @@ const (
 	// eMalformed: subscription: messages a front end took and could not
 	// decode, dropped (Subscription.DropMalformed).
 	eMalformed = 424 // u64
-	eRing      = 512 // [queueCap]u32 sample numbers (1-based), then [heldCap]u32 held
+	// eTakeN: subscription: the sample its latest lock-free take moved out
+	// of the ring (version 4). It names a reference only while eHead has
+	// takingBit set and no held entry names the sample (take.go).
+	eTakeN = 432 // u32
+	eRing  = 512 // [queueCap]u32 sample numbers (1-based), then [heldCap]u32 held
 	// samples: loaned (publisher) or taken (subscription), 0 = empty entry.
 )
 

@@ -91,9 +91,10 @@ func (t *Topic) setMeta(n uint32, size uint64) (uint64, error) {
 // dropMeta frees sample n's meta block, if any. Must hold the topic lock.
 func (t *Topic) dropMeta(n uint32) {
 	so := t.sampleOff(n)
-	b := t.u32(so + sMetaBlock).Swap(0)
-	t.u32(so + sMetaSize).Store(0)
-	t.u64(so + sMetaOffset).Store(0)
+	b := t.u32(so + sMetaBlock).Load()
+	t.set32(so+sMetaBlock, 0)
+	t.set32(so+sMetaSize, 0)
+	t.set64(so+sMetaOffset, 0)
 	if b != 0 {
 		if err := t.alloc.Free(b); err != nil {
 			t.markCorrupt("sample %d: freeing meta block %d: %v", n, b, err)
@@ -105,34 +106,34 @@ func (t *Topic) dropMeta(n uint32) {
 // record being made or put on the free list by repair).
 func (t *Topic) clearMeta(n uint32) {
 	so := t.sampleOff(n)
-	t.u32(so + sMetaBlock).Store(0)
-	t.u32(so + sMetaSize).Store(0)
-	t.u64(so + sMetaOffset).Store(0)
+	t.set32(so+sMetaBlock, 0)
+	t.set32(so+sMetaSize, 0)
+	t.set64(so+sMetaOffset, 0)
 }
 
-// metaOK checks sample n's meta fields before the sample is given to
-// anyone (deliverable): none at all, or a host block in use that holds
-// the size at the offset the record says, inside the committed pool.
-// Anything else marks the topic corrupt. Must hold the topic lock.
-func (t *Topic) metaOK(n uint32) error {
+// metaProblem checks sample n's meta fields before the sample is given to
+// anyone (undeliverable): none at all, or a host block in use that holds
+// the size at the offset the record says, inside the committed pool. It
+// says what is wrong, or "".
+func (t *Topic) metaProblem(n uint32) string {
 	so := t.sampleOff(n)
 	idx, size, off := t.u32(so+sMetaBlock).Load(), uint64(t.u32(so+sMetaSize).Load()), t.u64(so+sMetaOffset).Load()
 	if idx == 0 {
 		if size != 0 || off != 0 {
-			return t.markCorrupt("sample %d has no meta block but %d meta bytes at %d", n, size, off)
+			return fmt.Sprintf("sample %d has no meta block but %d meta bytes at %d", n, size, off)
 		}
-		return nil
+		return ""
 	}
 	pc := t.poolCommitted()
 	b, err := t.alloc.Lookup(idx)
 	if err != nil || idx == t.u32(so+sBlock).Load() || size == 0 || size > MaxMeta || b.Offset != off || size > b.Size || off > pc || size > pc-off {
-		return t.markCorrupt("sample %d claims %d meta bytes at offset %d of host block %d (%+v, %v)", n, size, off, idx, b, err)
+		return fmt.Sprintf("sample %d claims %d meta bytes at offset %d of host block %d (%+v, %v)", n, size, off, idx, b, err)
 	}
-	return nil
+	return ""
 }
 
 // metaView is sample n's meta in the read-only mapping (nil when none);
-// metaOK has checked the fields. Must hold the topic lock.
+// metaProblem has checked the fields; the caller holds a reference to n.
 func (t *Topic) metaView(n uint32) []byte {
 	so := t.sampleOff(n)
 	if t.u32(so+sMetaBlock).Load() == 0 || t.rpool == nil {

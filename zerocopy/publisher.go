@@ -44,6 +44,8 @@ type Loan struct {
 	// into the block were queued on (WritesOn).
 	stream   uintptr
 	onStream bool
+	// trace, when set (PublishTraced), receives the publish's stages.
+	trace *PublishTrace
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -111,15 +113,16 @@ func (p *Publisher) reliable() bool { return p.qos.Reliability == qos.Reliabilit
 
 // waitSpace blocks until the topic frees something (a block, a sample, a
 // queue slot) or the deadline passes, reclaiming dead endpoints meanwhile.
+// The caller has counted itself in spaceWaiters before it read seen and
+// found no room (announceSpace): whoever frees room after that check sees
+// the count and moves spaceSeq (wakeSpace), so the wait cannot miss it.
 func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 	left := time.Until(deadline)
 	if left <= 0 || p.closed.Load() || p.t.check() != nil {
 		return false // Close is waiting for this call, or the topic is lost: give up now
 	}
 	t := p.t
-	t.spaceWaiters.Add(1)
 	err := shm.Wait(t.spaceSeq, seen, min(left, 50*time.Millisecond))
-	t.spaceWaiters.Add(^uint32(0))
 	if err == shm.ErrTimeout {
 		t.reclaimDead()
 	}
@@ -131,12 +134,24 @@ func (p *Publisher) waitSpace(seen uint32, deadline time.Time) bool {
 // returns ErrPoolExhausted; a BEST_EFFORT one returns it at once and counts
 // a drop. A size larger than the pool returns ErrTooLarge; zero returns
 // ErrInvalid.
+//
+// Loan is small enough to be inlined, so a caller that publishes or
+// discards the loan without keeping it has it on its own stack: the loan
+// path allocates nothing on the Go heap.
 func (p *Publisher) Loan(size int) (*Loan, error) {
+	l := new(Loan)
+	if err := p.loanInto(l, size); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (p *Publisher) loanInto(l *Loan, size int) error {
 	if !p.enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer p.exit()
-	return p.loan(size, false)
+	return p.loan(l, size, false)
 }
 
 // LoanDevice lends size bytes of device memory: a block of the topic's GPU
@@ -156,8 +171,8 @@ func (p *Publisher) loanDevice(size int) (*Loan, error) {
 	if _, err := p.t.d.gpu(); err != nil {
 		return nil, err
 	}
-	l, err := p.loan(size, true)
-	if err != nil {
+	l := new(Loan)
+	if err := p.loan(l, size, true); err != nil {
 		return nil, err
 	}
 	if !l.dev {
@@ -192,27 +207,24 @@ func (p *Publisher) PublishFrom(src DevicePtr, size int) error {
 	return l.publishEntered()
 }
 
-// loan lends a block; the caller has entered.
-func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
+// loan lends a block into l (zero); the caller has entered.
+func (p *Publisher) loan(l *Loan, size int, dev bool) (err error) {
 	if size <= 0 {
-		return nil, fmt.Errorf("%w: loan of %d bytes", ErrInvalid, size)
+		return fmt.Errorf("%w: loan of %d bytes", ErrInvalid, size)
 	}
 	t := p.t
 	defer t.unguard(guard(), &err)
-	var n uint32
-	if err := p.withSpace(func() (err error) {
-		n, err = t.newSample(p.slot, uint64(size), dev)
+	n, err := p.newSample(uint64(size), dev)
+	if err != nil {
 		return err
-	}); err != nil {
-		return nil, err
 	}
-	l := &Loan{p: p, n: n, size: size, dev: dev && t.dalloc != nil}
+	l.p, l.n, l.size, l.dev = p, n, size, dev && t.dalloc != nil
 	if l.dev {
 		base, err := t.deviceBase()
 		if err != nil {
 			l.done = true
 			p.dropLoan(n)
-			return nil, err
+			return err
 		}
 		l.off = t.u64(t.sampleOff(n) + sDevOffset).Load()
 		l.ptr = base + DevicePtr(l.off)
@@ -220,7 +232,26 @@ func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
 		l.off = t.u64(t.sampleOff(n) + sOffset).Load()
 		l.data = t.pool[l.off : l.off+uint64(size) : l.off+uint64(size)]
 	}
-	return l, nil
+	return nil
+}
+
+// newSample makes a sample of size bytes held by the publisher, waiting for
+// room as withSpace says.
+func (p *Publisher) newSample(size uint64, dev bool) (uint32, error) {
+	t := p.t
+	if err := t.lock(); err != nil {
+		return 0, err
+	}
+	n, err := t.newSample(p.slot, size, dev)
+	t.unlock()
+	if err == nil || !errors.Is(err, ErrPoolExhausted) {
+		return n, err // the hot path: one lock, no closure, no clock
+	}
+	err = p.withSpace(func() (err error) {
+		n, err = t.newSample(p.slot, size, dev)
+		return err
+	})
+	return n, err
 }
 
 // withSpace runs alloc under the topic lock until it does not fail with
@@ -229,6 +260,8 @@ func (p *Publisher) loan(size int, dev bool) (_ *Loan, err error) {
 // The caller has entered.
 func (p *Publisher) withSpace(alloc func() error) error {
 	t := p.t
+	t.spaceWaiters.Add(1) // before every check below (waitSpace)
+	defer t.spaceWaiters.Add(^uint32(0))
 	var deadline time.Time
 	for {
 		seen := t.spaceSeq.Load()
@@ -270,19 +303,26 @@ func (l *Loan) Discard() (err error) {
 	defer l.p.exit()
 	werr := waitAll(l.copies) // a copy still running must not land in the block's next user
 	l.copies = nil
+	err = l.p.t.release(l.p.slot, l.n, "loan is not held by this publisher (reclaimed?)")
 	if werr != nil {
-		defer func() { err = errors.Join(werr, err) }()
+		err = errors.Join(werr, err)
 	}
-	t := l.p.t
+	return err
+}
+
+// release gives back sample n, held by slot (a loan discarded, a sample
+// returned), under the lock; notHeld describes the error when slot does
+// not hold it. The caller has entered.
+func (t *Topic) release(slot, n uint32, notHeld string) (err error) {
 	defer t.unguard(guard(), &err)
 	if err := t.lock(); err != nil {
 		return err
 	}
 	defer t.unlock()
-	if !t.dropHeld(l.p.slot, l.n) {
-		return fmt.Errorf("%w: loan is not held by this publisher (reclaimed?)", ErrInvalid)
+	if !t.dropHeld(slot, n) {
+		return fmt.Errorf("%w: %s", ErrInvalid, notHeld)
 	}
-	t.unref(l.n)
+	t.unref(n)
 	return nil
 }
 
@@ -325,7 +365,11 @@ func (l *Loan) publishEntered() error {
 		l.p.dropLoan(l.n)
 		return fmt.Errorf("waiting for the device writes: %w", err)
 	}
-	return l.p.publish(l.n, l.origin)
+	if tr := l.trace; tr != nil {
+		tr.mark(&tr.Writes)
+		tr.Forms = tr.Writes
+	}
+	return l.p.publish(l.n, l.origin, l.trace)
 }
 
 // Origin is where a message really comes from, for a republishing
@@ -435,11 +479,11 @@ func (p *Publisher) Publish(data []byte) (err error) {
 	defer p.t.unguard(guard(), &err)
 	if p.capacityZero() && p.matched() == 0 {
 		p.t.u64(p.t.slotOff(p.slot) + eSeq).Add(1)
-		p.noteData()
+		p.noteData(time.Now())
 		return nil
 	}
-	l, err := p.loan(len(data), false)
-	if err != nil {
+	var l Loan // never leaves this call: on the stack
+	if err := p.loan(&l, len(data), false); err != nil {
 		if errors.Is(err, ErrPoolExhausted) && !p.reliable() {
 			return nil
 		}
@@ -454,25 +498,36 @@ func (p *Publisher) Publish(data []byte) (err error) {
 
 func (p *Publisher) capacityZero() bool { return p.t.u32(p.t.slotOff(p.slot)+eCap).Load() == 0 }
 
-func (p *Publisher) noteData() {
+func (p *Publisher) noteData(now time.Time) {
 	p.mu.Lock()
-	p.checkDeadline(time.Now())
-	p.lastData = time.Now()
+	p.checkDeadline(now)
+	p.lastData = now
 	p.mu.Unlock()
 }
 
-// publish queues held sample n for every matched subscription; the caller
-// has entered.
-func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
+// publish queues held sample n for every matched subscription, recording
+// its stages in tr unless nil; the caller has entered.
+func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace) (err error) {
 	t := p.t
 	defer t.unguard(guard(), &err)
 	so := t.slotOff(p.slot)
 	var deadline time.Time
+	// announced: counted in spaceWaiters, which a publish that has to
+	// wait does before it checks again (waitSpace).
+	announced := false
+	defer func() {
+		if announced {
+			t.spaceWaiters.Add(^uint32(0))
+		}
+	}()
 	for {
 		seen := t.spaceSeq.Load()
 		peers, gen := p.peersNow()
 		if err := t.lock(); err != nil {
 			return err
+		}
+		if tr != nil {
+			tr.mark(&tr.Locked)
 		}
 		if t.generation.Load() != gen {
 			t.unlock() // an endpoint came or went since the refresh
@@ -503,6 +558,11 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 		}
 		if blocked {
 			t.unlock()
+			if !announced {
+				announced = true
+				t.spaceWaiters.Add(1)
+				continue
+			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 			}
@@ -522,6 +582,11 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 			err := t.addBlock(n, dev, t.u64(t.sampleOff(n)+sSize).Load())
 			t.unlock()
 			if errors.Is(err, ErrPoolExhausted) && p.reliable() {
+				if !announced {
+					announced = true
+					t.spaceWaiters.Add(1)
+					continue
+				}
 				if deadline.IsZero() {
 					deadline = time.Now().Add(t.d.cfg.BlockTimeout)
 				}
@@ -531,6 +596,9 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 			}
 			if err == nil {
 				err = t.copyForm(n, dev, false)
+			}
+			if tr != nil {
+				tr.mark(&tr.Forms)
 			}
 			if err != nil {
 				p.dropLoan(n)
@@ -552,16 +620,18 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 		if origin != nil {
 			stamp, gid = origin.Timestamp, origin.GID
 		}
+		// The record is still only ours: plain stores (set64), which the
+		// ring entries' atomic stores below publish.
 		smp := t.sampleOff(n)
-		t.u64(smp + sSeq).Store(t.u64(so + eSeq).Add(1))
-		t.u64(smp + sStamp).Store(uint64(stamp.UnixNano()))
+		t.set64(smp+sSeq, t.u64(so+eSeq).Add(1))
+		t.set64(smp+sStamp, uint64(stamp.UnixNano()))
 		var exp int64
 		if p.qos.Lifespan > 0 {
 			exp = now.Add(p.qos.Lifespan).UnixNano()
 		}
-		t.u64(smp + sExpires).Store(uint64(exp))
+		t.set64(smp+sExpires, uint64(exp))
 		copy(t.seg.Bytes(smp+sGID, 16), gid[:])
-		t.u32(smp + sState).Store(uint32(samplePublished))
+		t.set32(smp+sState, uint32(samplePublished))
 		for _, pi := range peers {
 			t.pushRing(pi.slot, n, true)
 		}
@@ -570,8 +640,15 @@ func (p *Publisher) publish(n uint32, origin *Origin) (err error) {
 		}
 		t.unref(n) // the publisher's own (held) reference
 		t.unlock()
-		t.wakeSubscribers()
-		p.noteData()
+		if tr == nil {
+			t.wakeSubscribers()
+		} else {
+			tr.mark(&tr.Queued)
+			tr.Readers = len(peers)
+			tr.Slept = t.wakeSubscribers()
+			tr.mark(&tr.Woken)
+		}
+		p.noteData(now)
 		return nil
 	}
 }

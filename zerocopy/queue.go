@@ -11,10 +11,12 @@ import (
 // All functions in this file must be called with the topic lock held. They
 // keep one invariant that repair relies on: a sample's refs equals the number
 // of ring entries (subscription queues and publisher histories, between head
-// and tail) plus held entries that name it, and a sample with refs 0 is free.
-// Every change adds the new reference before it drops an old one, so a
-// process that dies between two steps leaves at worst an extra reference,
-// which repair recounts.
+// and tail) plus held entries that name it, plus one while a subscription's
+// take moves it from its ring to a held entry (its head word's takingBit and
+// eTakeN, take.go: the one change made without the lock), and a sample
+// with refs 0 is free. Every change adds the new reference before it drops
+// an old one, so a process that dies between two steps leaves at worst an
+// extra reference, which repair recounts.
 
 // newSample allocates a block of size bytes and a sample record for it,
 // loaned to slot: in the device pool when dev is set and the topic has one,
@@ -52,8 +54,8 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 			return 0, t.markCorrupt("the free sample list names sample %d, which is in state %d", n, st)
 		}
 	}
-	t.u32(so + sBlock).Store(0)
-	t.u32(so + sDevBlock).Store(0)
+	t.set32(so+sBlock, 0)
+	t.set32(so+sDevBlock, 0)
 	t.clearMeta(n)
 	if err := t.addBlock(n, dev && t.dalloc != nil, size); err != nil {
 		return 0, err
@@ -61,13 +63,13 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 	if fresh {
 		t.u32(hSamplesMade).Store(n)
 	} else {
-		head.Store(t.u32(so + sNext).Load())
+		t.set32(hFreeSample, t.u32(so+sNext).Load())
 	}
-	t.u32(so + sState).Store(uint32(sampleLoaned))
-	t.u32(so + sRefs).Store(1)
-	t.u64(so + sSize).Store(size)
-	t.u32(so + sPubSlot).Store(slot)
-	t.u32(hUsedSamples).Add(1)
+	t.set32(so+sState, uint32(sampleLoaned))
+	t.set32(so+sRefs, 1)
+	t.set64(so+sSize, size)
+	t.set32(so+sPubSlot, slot)
+	t.set32(hUsedSamples, t.u32(hUsedSamples).Load()+1)
 	t.heldWord(slot, j).Store(n)
 	t.u32(t.slotOff(slot) + eHeld).Add(1)
 	return n, nil
@@ -85,8 +87,8 @@ func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
 		return err
 	}
 	so := t.sampleOff(n)
-	t.u64(so + offF).Store(b.Offset)
-	t.u32(so + blockF).Store(b.Index)
+	t.set64(so+offF, b.Offset)
+	t.set32(so+blockF, b.Index)
 	return nil
 }
 
@@ -192,9 +194,8 @@ func (t *Topic) unref(n uint32) {
 		return
 	}
 	so := t.sampleOff(n)
-	refs := t.u32(so + sRefs)
-	if refs.Load() > 1 {
-		refs.Add(^uint32(0))
+	if refs := t.u32(so + sRefs).Load(); refs > 1 {
+		t.set32(so+sRefs, refs-1)
 		return
 	}
 	t.freeSample(n)
@@ -218,22 +219,22 @@ func (t *Topic) freeSample(n uint32) {
 		}
 	}
 	t.dropMeta(n)
-	t.u32(so + sRefs).Store(0)
-	t.u32(so + sState).Store(uint32(sampleFree))
-	head := t.u32(hFreeSample)
-	t.u32(so + sNext).Store(head.Load())
-	head.Store(n)
-	t.u32(hUsedSamples).Add(^uint32(0))
+	t.set32(so+sRefs, 0)
+	t.set32(so+sState, uint32(sampleFree))
+	t.set32(so+sNext, t.u32(hFreeSample).Load())
+	t.set32(hFreeSample, n)
+	t.set32(hUsedSamples, t.u32(hUsedSamples).Load()-1)
 	t.wakeSpace()
 }
 
 // ring returns slot's head and tail and whether they can be a ring: tail
-// not before head and at most queueCap entries apart. Under the lock a
-// false ok is damage (ringOK); without it, a ring that moved between the
-// two loads can look too long too.
+// not before head and at most queueCap entries apart. The head word's
+// takingBit (a lock-free take in flight, take.go) is not part of the
+// position. Under the lock a false ok is damage (ringOK); without it, a
+// ring that moved between the two loads can look too long too.
 func (t *Topic) ring(slot uint32) (head, tail uint64, ok bool) {
 	so := t.slotOff(slot)
-	head = t.u64(so + eHead).Load()
+	head = t.u64(so+eHead).Load() &^ takingBit
 	tail = t.u64(so + eTail).Load()
 	return head, tail, tail >= head && tail-head <= uint64(t.lay.queueCap)
 }
@@ -264,23 +265,37 @@ func (t *Topic) ringOK(slot uint32) error {
 
 // pushRing appends sample n to slot's ring, counting a reference. When the
 // ring holds its capacity already, the oldest entry is dropped first
-// (KEEP_LAST) and counted as lost when lossCount.
+// (KEEP_LAST) and counted as lost when lossCount. A subscription's owner
+// takes from its ring without the lock (take.go), so the oldest entry is
+// claimed by compare-and-swap of the head word: whoever moves head past an
+// entry owns its reference; the eviction keeps the head's takingBit.
 func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
 	so := t.slotOff(slot)
-	head, tail := t.u64(so+eHead), t.u64(so+eTail)
-	t.u32(t.sampleOff(n) + sRefs).Add(1)
+	headW, tail := t.u64(so+eHead), t.u64(so+eTail)
+	t.set32(t.sampleOff(n)+sRefs, t.u32(t.sampleOff(n)+sRefs).Load()+1)
 	capacity := min(uint64(t.u32(so+eCap).Load()), uint64(t.lay.queueCap))
 	var evicted uint32
-	if tail.Load()-head.Load() >= capacity {
+	for {
+		h := headW.Load()
+		pos := h &^ takingBit
+		if tail.Load()-pos < capacity {
+			break
+		}
 		// head moves first: a death before the word is cleared leaves a
-		// stale word outside [head, tail), which nothing reads.
-		w := t.ringWord(slot, head.Load())
-		evicted = w.Load()
-		head.Add(1)
+		// stale word outside [head, tail), which nothing reads. Only lock
+		// holders write ring words, so the word read is the entry's as
+		// long as the head word did not move.
+		w := t.ringWord(slot, pos)
+		e := w.Load()
+		if !headW.CompareAndSwap(h, (pos+1)|(h&takingBit)) {
+			continue // the owner took an entry meanwhile: look again
+		}
 		w.Store(0)
+		evicted = e
 		if lossCount {
 			t.u64(so + eLost).Add(1)
 		}
+		break
 	}
 	t.ringWord(slot, tail.Load()).Store(n)
 	tail.Add(1)
@@ -290,7 +305,8 @@ func (t *Topic) pushRing(slot, n uint32, lossCount bool) {
 }
 
 // popRing removes and returns the oldest entry of slot's ring (0 if empty);
-// its reference passes to the caller.
+// its reference passes to the caller. Only for rings nobody takes from
+// without the lock (a slot being cleared, settleTake done).
 func (t *Topic) popRing(slot uint32) uint32 {
 	so := t.slotOff(slot)
 	head, tail := t.u64(so+eHead), t.u64(so+eTail)
@@ -320,6 +336,9 @@ func (t *Topic) clearSlot(slot uint32) error {
 	if err := t.ringOK(slot); err != nil {
 		return err
 	}
+	if err := t.settleTake(slot); err != nil {
+		return err
+	}
 	for i := uint32(0); i < t.lay.queueCap && t.ringLen(slot) > 0; i++ {
 		t.unref(t.popRing(slot)) // unref ignores an invalid (0) number
 	}
@@ -341,12 +360,12 @@ func (t *Topic) clearSlot(slot uint32) error {
 }
 
 // repair runs after the lock was taken over from a dead holder: it recounts
-// every reference from the rings and held arrays, frees samples nobody
+// every reference from the rings, held arrays and takes in flight (slotRefs:
+// live subscribers may be taking meanwhile), frees samples nobody
 // references, rebuilds the free sample list, rebuilds the allocator's free
 // lists and gives back blocks that no sample owns. It fails with ErrCorrupt
 // when what it reads cannot be a valid state.
 func (t *Topic) repair() error {
-	l := t.lay
 	if err := t.alloc.Rebuild(); err != nil {
 		return fmt.Errorf("%w: topic %s: pool allocator: %v", ErrCorrupt, t.name, err)
 	}
@@ -367,30 +386,29 @@ func (t *Topic) repair() error {
 		refs[n]++
 		return nil
 	}
+	alive := map[shm.Owner]bool{}
+	var nums []uint32
 	for slot := uint32(0); slot < t.slotCount(); slot++ {
 		so := t.slotOff(slot)
-		if st := slotState(t.u32(so + eState).Load()); st != slotActive && st != slotReclaiming {
+		st := slotState(t.u32(so + eState).Load())
+		if st != slotActive && st != slotReclaiming {
 			continue
 		}
-		head, tail := t.u64(so+eHead).Load(), t.u64(so+eTail).Load()
-		if tail < head || tail-head > uint64(l.queueCap) {
-			return fmt.Errorf("%w: topic %s: endpoint %d ring [%d,%d)", ErrCorrupt, t.name, slot, head, tail)
+		var held uint32
+		var err error
+		if nums, held, err = t.slotRefs(slot, nums[:0]); err != nil {
+			return err
 		}
-		for p := head; p < tail; p++ {
-			if err := count(t.ringWord(slot, p).Load()); err != nil {
+		for _, n := range nums {
+			if err := count(n); err != nil {
 				return err
 			}
 		}
-		held := uint32(0)
-		for j := uint32(0); j < l.heldCap; j++ {
-			if n := t.heldWord(slot, j).Load(); n != 0 {
-				if err := count(n); err != nil {
-					return err
-				}
-				held++
-			}
+		// A live owner may be taking without the lock (take.go) and
+		// counts its own held entries; only a dead one's count is fixed.
+		if o := (shm.Owner{Pid: t.u32(so + ePid).Load(), Start: t.u64(so + eStart).Load()}); st == slotReclaiming || !aliveIn(alive, o) {
+			t.u32(so + eHeld).Store(held)
 		}
-		t.u32(so + eHeld).Store(held)
 	}
 	owned := [2]map[uint32]bool{{}, {}} // host, device
 	allocs := [2]*tlsf.Allocator{t.alloc, t.dalloc}
@@ -580,36 +598,47 @@ func (t *Topic) reclaimDeadWith(alive map[shm.Owner]bool) (int, error) {
 // (a queue naming a free sample would deliver bytes nobody published) and
 // marks the topic corrupt. Must hold the topic lock.
 func (t *Topic) deliverable(slot, n uint32) error {
+	if why := t.undeliverable(slot, n); why != "" {
+		return t.markCorrupt("%s", why)
+	}
+	return nil
+}
+
+// undeliverable says what is wrong with sample n for deliverable ("" when
+// nothing). Without the lock (a lock-free take holding a reference to n)
+// the answer may be a transient one: a late joiner's history copy may be
+// adding or dropping the sample's other form; the caller asks again under
+// the lock before calling it damage.
+func (t *Topic) undeliverable(slot, n uint32) string {
 	so := t.sampleOff(n)
 	st, refs := sampleState(t.u32(so+sState).Load()), t.u32(so+sRefs).Load()
 	if st != samplePublished || refs == 0 {
-		return t.markCorrupt("endpoint %d's ring names sample %d, which is in state %d with %d references", slot, n, st, refs)
+		return fmt.Sprintf("endpoint %d's ring names sample %d, which is in state %d with %d references", slot, n, st, refs)
 	}
 	size := t.u64(so + sSize).Load()
 	forms := 0
-	for _, f := range []struct {
-		a            *tlsf.Allocator
-		block, off   uint64
-		limit        uint64
-		name         string
-		checkCommits bool
-	}{{t.alloc, sBlock, sOffset, t.poolCommitted(), "host", true}, {t.dalloc, sDevBlock, sDevOffset, t.lay.devPoolSize, "device", false}} {
+	for _, f := range [2]struct {
+		a          *tlsf.Allocator
+		block, off uint64
+		limit      uint64
+		name       string
+	}{{t.alloc, sBlock, sOffset, t.poolCommitted(), "host"}, {t.dalloc, sDevBlock, sDevOffset, t.lay.devPoolSize, "device"}} {
 		idx := t.u32(so + f.block).Load()
 		if idx == 0 {
 			continue
 		}
 		forms++
 		if f.a == nil {
-			return t.markCorrupt("sample %d names a %s block, and the topic has no %s pool", n, f.name, f.name)
+			return fmt.Sprintf("sample %d names a %s block, and the topic has no %s pool", n, f.name, f.name)
 		}
 		off := t.u64(so + f.off).Load()
 		b, err := f.a.Lookup(idx)
 		if err != nil || b.Offset != off || size > b.Size || off > f.limit || size > f.limit-off {
-			return t.markCorrupt("sample %d claims %d bytes at offset %d of %s block %d (%+v, %v)", n, size, off, f.name, idx, b, err)
+			return fmt.Sprintf("sample %d claims %d bytes at offset %d of %s block %d (%+v, %v)", n, size, off, f.name, idx, b, err)
 		}
 	}
 	if forms == 0 {
-		return t.markCorrupt("published sample %d has no block", n)
+		return fmt.Sprintf("published sample %d has no block", n)
 	}
-	return t.metaOK(n)
+	return t.metaProblem(n)
 }

@@ -130,77 +130,23 @@ func (s *Subscription) ready() (ok bool) {
 
 // Take removes the oldest queued sample, or returns ErrNoData. Samples whose
 // lifespan has passed are discarded on the way.
+//
+// Like Publisher.Loan, Take is inlined: a caller that returns the sample
+// without keeping it has it on its own stack.
 func (s *Subscription) Take() (*Sample, error) {
-	if !s.enter() {
-		return nil, ErrClosed
+	smp := new(Sample)
+	if err := s.takeInto(smp); err != nil {
+		return nil, err
 	}
-	defer s.exit()
-	return s.take()
+	return smp, nil
 }
 
-func (s *Subscription) take() (_ *Sample, err error) {
-	t := s.t
-	defer t.unguard(guard(), &err)
-	if err := t.check(); err != nil {
-		return nil, err
+func (s *Subscription) takeInto(smp *Sample) error {
+	if !s.enter() {
+		return ErrClosed
 	}
-	if t.ringLen(s.slot) == 0 {
-		return nil, ErrNoData
-	}
-	if err := t.lock(); err != nil {
-		return nil, err
-	}
-	if err := t.ringOK(s.slot); err != nil {
-		t.unlock()
-		return nil, err
-	}
-	if t.u32(t.slotOff(s.slot)+eHeld).Load() >= t.lay.heldCap {
-		t.unlock()
-		return nil, fmt.Errorf("%w: return taken samples first", ErrTooManyLoans)
-	}
-	now := time.Now()
-	var n uint32
-	for i := uint32(0); ; i++ {
-		if t.ringLen(s.slot) == 0 || i > t.lay.queueCap {
-			t.unlock()
-			return nil, ErrNoData
-		}
-		if n = t.popRing(s.slot); n == 0 {
-			continue // a cleared or damaged entry: skip it
-		}
-		if err := t.deliverable(s.slot, n); err != nil {
-			t.unlock()
-			return nil, err
-		}
-		exp := int64(t.u64(t.sampleOff(n) + sExpires).Load())
-		if exp == 0 || exp > now.UnixNano() {
-			break
-		}
-		t.unref(n) // lifespan over: never delivered
-	}
-	t.addHeld(s.slot, n) // room checked above
-	so := t.sampleOff(n)
-	smp := &Sample{s: s, n: n}
-	smp.info.Offset = t.u64(so + sOffset).Load()
-	size := t.u64(so + sSize).Load()
-	smp.size = size // deliverable checked it against the blocks
-	smp.hasHost = t.u32(so+sBlock).Load() != 0
-	smp.hasDev = t.u32(so+sDevBlock).Load() != 0
-	smp.devOff = t.u64(so + sDevOffset).Load()
-	smp.info.Sequence = t.u64(so + sSeq).Load()
-	smp.info.SourceTimestamp = time.Unix(0, int64(t.u64(so+sStamp).Load()))
-	copy(smp.info.Publisher[:], t.seg.Bytes(so+sGID, 16))
-	smp.meta = t.metaView(n) // deliverable checked it
-	t.unlock()
-	t.wakeSpace() // a reliable publisher may wait for this queue slot
-	smp.info.ReceivedTimestamp = now
-	if t.rpool != nil && smp.hasHost {
-		smp.data = t.rpool[smp.info.Offset : smp.info.Offset+size : smp.info.Offset+size]
-	}
-	s.mu.Lock()
-	s.lastData = now
-	s.mu.Unlock()
-	return smp, nil
+	defer s.exit()
+	return s.take(smp)
 }
 
 // HostPool is the topic's host pool as this process maps it for reading
@@ -225,20 +171,11 @@ func (smp *Sample) Return() (err error) {
 	defer smp.s.exit()
 	werr := waitAll(smp.copies) // a copy still reading the block
 	smp.copies = nil
+	err = smp.s.t.release(smp.s.slot, smp.n, "sample is not held by this subscription (closed?)")
 	if werr != nil {
-		defer func() { err = errors.Join(werr, err) }()
+		err = errors.Join(werr, err)
 	}
-	t := smp.s.t
-	defer t.unguard(guard(), &err)
-	if err := t.lock(); err != nil {
-		return err
-	}
-	defer t.unlock()
-	if !t.dropHeld(smp.s.slot, smp.n) {
-		return fmt.Errorf("%w: sample is not held by this subscription (closed?)", ErrInvalid)
-	}
-	t.unref(smp.n)
-	return nil
+	return err
 }
 
 // Wait blocks until a sample is queued or the timeout passes (negative:
@@ -305,24 +242,32 @@ const waitSlice = 500 * time.Millisecond
 
 // TakeWait waits up to timeout for a sample and takes it.
 func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {
+	smp := new(Sample)
+	if err := s.takeWaitInto(smp, timeout); err != nil {
+		return nil, err
+	}
+	return smp, nil
+}
+
+func (s *Subscription) takeWaitInto(smp *Sample, timeout time.Duration) error {
 	if !s.enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	defer s.exit()
 	deadline := time.Now().Add(timeout)
 	for {
-		smp, err := s.take()
+		err := s.take(smp)
 		if err != ErrNoData {
-			return smp, err
+			return err
 		}
 		left := time.Duration(-1)
 		if timeout >= 0 {
 			if left = time.Until(deadline); left <= 0 {
-				return nil, ErrTimeout
+				return ErrTimeout
 			}
 		}
 		if err := s.wait(left); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }

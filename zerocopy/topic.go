@@ -464,6 +464,17 @@ func (t *Topic) unlock() { t.lk.Unlock() }
 func (t *Topic) u32(off uint64) *atomic.Uint32 { return t.seg.Uint32(off) }
 func (t *Topic) u64(off uint64) *atomic.Uint64 { return t.seg.Uint64(off) }
 
+// set32 and set64 write a word with a plain store (shm.Segment.Set32): for
+// the words only holders of the topic lock write that nobody reads without
+// the lock while they change, i.e. a sample record's fields, the free
+// sample list and the sample count; readers without the lock (a lock-free
+// take) read a record only once a ring entry, stored atomically after it
+// was written, hands them a reference. Everything read without the lock
+// while it may change (rings, held entries and counts, futex words, state
+// and commit words) keeps atomic stores.
+func (t *Topic) set32(off uint64, v uint32) { t.seg.Set32(off, v) }
+func (t *Topic) set64(off uint64, v uint64) { t.seg.Set64(off, v) }
+
 // slotCount is the number of committed endpoint slots: scans of the slots
 // stop there (the commit rule in layout.go).
 func (t *Topic) slotCount() uint32 { return min(t.u32(hSlots).Load(), t.lay.maxEndpoints) }
@@ -547,18 +558,36 @@ func (t *Topic) heldWord(slot, j uint32) *atomic.Uint32 {
 	return t.u32(t.slotOff(slot) + eRing + 4*uint64(t.lay.queueCap) + 4*uint64(j))
 }
 
+// wakeSpace tells waiting publishers that room was freed. They count
+// themselves in spaceWaiters before they check for room (waitSpace), so
+// with nobody counted there is nobody to tell, and the shared futex word
+// is left alone (it is on a cache line every process writes otherwise).
 func (t *Topic) wakeSpace() {
-	t.spaceSeq.Add(1)
 	if t.spaceWaiters.Load() != 0 {
+		t.spaceSeq.Add(1)
 		shm.WakeAll(t.spaceSeq)
 	}
 }
 
-func (t *Topic) wakeSubscribers() {
+// wakeSubscribers moves pubSeq and wakes the subscribers blocked on it, if
+// any (it reports whether there were).
+func (t *Topic) wakeSubscribers() bool {
 	t.pubSeq.Add(1)
 	if t.pubWaiters.Load() != 0 {
 		shm.WakeAll(t.pubSeq)
+		return true
 	}
+	return false
+}
+
+// Waiting is the number of subscriber waits (Subscription.Wait, TakeWait,
+// wait sets) blocked on the topic now, in every process: what the next
+// publish wakes. A benchmark that times a publish to sleeping subscribers
+// waits for it to reach their number first. A process that died while
+// waiting stays counted until the topic is removed.
+func (t *Topic) Waiting() int {
+	defer t.unguard(guard(), nil)
+	return int(t.pubWaiters.Load())
 }
 
 // notifyChange tells everyone about an endpoint change whose generation

@@ -291,8 +291,19 @@ type DP3Cell struct {
 
 	Loan    []int64 `json:"loan_ns"`    // T1: Publisher.Loan (before t0)
 	Publish []int64 `json:"publish_ns"` // the Publish call (Pinned-Shared: includes the H2D copy)
+	// The Publish call's stages (zerocopy.PublishTrace), from its start:
+	// Forms: the form readers need made (Pinned-Shared: the device block
+	// allocated under the lock, the H2D copy and the wait for it; a host
+	// topic: nothing, the device writes waited for); Queued: the sample
+	// in every queue, the lock released; Woken: the wake-up call returned.
+	Forms  []int64 `json:"forms_ns"`
+	Queued []int64 `json:"queued_ns"`
+	Woken  []int64 `json:"woken_ns"`
+	// Unsettled counts messages published before every subscriber slept.
+	Unsettled int `json:"unsettled,omitempty"`
 
 	Wake      [][]int64 `json:"wake_ns"`       // Wait returned
+	Taken     [][]int64 `json:"taken_ns"`      // Take returned the sample
 	CopyStart [][]int64 `json:"copy_start_ns"` // Pageable-Iceoryx: its own H2D began
 	Ptr       [][]int64 `json:"ptr_ns"`        // holds a device pointer to complete data
 	Done      [][]int64 `json:"done_ns"`       // its checksum kernel finished
@@ -315,6 +326,22 @@ type DP3Stats struct {
 	Delivery Summary `json:"delivery"`
 	// Consumption: the latest subscriber's kernel end − t0.
 	Consumption Summary `json:"consumption"`
+
+	// Where the delivery time goes, per message (see DP3Cell):
+	// Forms (the H2D copy on Pinned-Shared), Enqueue (Queued − Forms),
+	// WakeCall (Woken − Queued); the first and the last subscriber's wake
+	// − t0; the take (Taken − Wake: average and largest over
+	// subscribers); DevicePtr (Ptr − Taken, average); and Notify2 =
+	// Delivery − Forms: everything after the copy, what N changes.
+	Forms     Summary `json:"forms"`
+	Enqueue   Summary `json:"enqueue"`
+	WakeCall  Summary `json:"wake_call"`
+	WakeFirst Summary `json:"wake_first"`
+	WakeLast  Summary `json:"wake_last"`
+	TakeAvg   Summary `json:"take_avg"`
+	TakeMax   Summary `json:"take_max"`
+	PtrAvg    Summary `json:"ptr_avg"`
+	AfterCopy Summary `json:"after_copy"`
 }
 
 func (c *DP3Cell) summarize() {
@@ -327,6 +354,18 @@ func (c *DP3Cell) summarize() {
 	}
 	st.Delivery = summarize(maxOver(c.Ptr))
 	st.Consumption = summarize(maxOver(c.Done))
+	if len(c.Forms) == m && len(c.Taken) == n {
+		st.Forms = summarize(c.Forms)
+		st.Enqueue = summarize(diffOf(c.Queued, c.Forms))
+		st.WakeCall = summarize(diffOf(c.Woken, c.Queued))
+		st.WakeFirst = summarize(minOver(c.Wake))
+		st.WakeLast = summarize(maxOver(c.Wake))
+		take := func(s, i int) int64 { return c.Taken[s][i] - c.Wake[s][i] }
+		st.TakeAvg = summarize(avgOver(n, m, take))
+		st.TakeMax = summarize(maxOf(n, m, take))
+		st.PtrAvg = summarize(avgOver(n, m, func(s, i int) int64 { return c.Ptr[s][i] - c.Taken[s][i] }))
+		st.AfterCopy = summarize(diffOf(maxOver(c.Ptr), c.Forms))
+	}
 	c.Stats = st
 }
 

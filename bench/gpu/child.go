@@ -227,7 +227,7 @@ func (c *child) dp3(req request) error {
 		if err != nil {
 			return c.failCell(i, err)
 		}
-		a := ack{Wake: wake}
+		a := ack{Wake: wake, Taken: time.Now().UnixNano()}
 		if smp.Size() != req.Size {
 			smp.Return()
 			return c.failCell(i, fmt.Errorf("%d bytes, want %d", smp.Size(), req.Size))

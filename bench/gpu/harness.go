@@ -478,6 +478,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		return c, err
 	}
 	c.Loan, c.Publish = make([]int64, iters), make([]int64, iters)
+	c.Forms, c.Queued, c.Woken = make([]int64, iters), make([]int64, iters), make([]int64, iters)
 	rows := func() [][]int64 {
 		r := make([][]int64, n)
 		for s := range r {
@@ -485,7 +486,9 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		return r
 	}
-	c.Wake, c.Ptr, c.Done = rows(), rows(), rows()
+	c.Wake, c.Taken, c.Ptr, c.Done = rows(), rows(), rows(), rows()
+	ptopic := pub.Topic()
+	var tr zerocopy.PublishTrace
 	if path == PathIceoryx {
 		c.CopyStart = rows()
 	}
@@ -503,10 +506,13 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		b := loan.Bytes()
 		parallelCopy(b, pats[p])
+		if !settle(h.ctx, n, ptopic.Waiting) {
+			c.Unsettled++ // counted in the report
+		}
 		t0 := time.Now().UnixNano()
 		words := stampWords(t0, i)
 		stamp(b, words)
-		if err := loan.Publish(); err != nil {
+		if err := loan.PublishTraced(&tr); err != nil {
 			return c, err
 		}
 		pubNs := time.Now().UnixNano() - t0
@@ -520,7 +526,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 				return c, fmt.Errorf("subscriber %d, message %d: checksum kernel on its device pointer gave %#x, cuda.ChecksumHost of the published bytes is %#x", k.I, i, a.Sum, want)
 			}
 			if j >= 0 {
-				c.Wake[s][j], c.Ptr[s][j], c.Done[s][j] = a.Wake-t0, a.Ptr-t0, a.Done-t0
+				c.Wake[s][j], c.Taken[s][j], c.Ptr[s][j], c.Done[s][j] = a.Wake-t0, a.Taken-t0, a.Ptr-t0, a.Done-t0
 				if c.CopyStart != nil {
 					c.CopyStart[s][j] = a.CopyStart - t0
 				}
@@ -528,6 +534,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		if j >= 0 {
 			c.Loan[j], c.Publish[j] = loanNs, pubNs
+			c.Forms[j], c.Queued[j], c.Woken[j] = int64(tr.Forms), int64(tr.Queued), int64(tr.Woken)
 		}
 		h.res.Checks.DP3Kernels += n
 	}
@@ -536,4 +543,19 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 	}
 	c.summarize()
 	return c, nil
+}
+
+// settle waits until n subscribers sleep in Wait (count: the topic's
+// Waiting), so that a message is timed from sleep to wake-up, as the
+// thesis' subscribers sleep; it gives up after a second and reports
+// false.
+func settle(ctx context.Context, n int, count func() int) bool {
+	deadline := time.Now().Add(time.Second)
+	for count() < n {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	return true
 }

@@ -56,6 +56,7 @@ type ack struct {
 
 	// dp3: wall-clock UnixNano of the subscriber's steps
 	Wake      int64  `json:"wake,omitempty"`       // Wait returned
+	Taken     int64  `json:"taken,omitempty"`      // Take returned the sample
 	CopyStart int64  `json:"copy_start,omitempty"` // Pageable-Iceoryx: before its own H2D copy
 	Ptr       int64  `json:"ptr,omitempty"`        // holds a device pointer to complete data
 	Done      int64  `json:"done,omitempty"`       // its checksum kernel finished

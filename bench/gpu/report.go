@@ -255,6 +255,8 @@ func (r *Result) DP3Tables(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 
+	r.stagesTable(w)
+
 	fmt.Fprintln(w, "### Pageable-Iceoryx baseline: host topic (zero-copy host delivery, pool not registered); each subscriber copies H2D into its own device memory")
 	fmt.Fprintln(w)
 	t = benchutil.Table{
@@ -289,6 +291,35 @@ func (r *Result) DP3Tables(w io.Writer) {
 		fmt.Fprintln(w, "(not run)")
 		fmt.Fprintln(w)
 	}
+}
+
+// stagesTable writes where Pinned-Shared's delivery time goes.
+func (r *Result) stagesTable(w io.Writer) {
+	t := benchutil.Table{
+		Head: []string{"size", "N", "H2D copy: device block + copy + wait (avg / p99)", "queue: lock + rings (avg)", "wake call (avg)",
+			"first / last subscriber awake (avg)", "take: avg / slowest subscriber (avg)", "DevicePtr (avg)", "delivery (avg)", "delivery − H2D copy (avg / p99)", "sent before all slept"},
+		Align: "lrrrrrrrrrr",
+	}
+	for _, size := range r.Settings.Sizes {
+		for _, n := range r.Settings.Subs {
+			c := r.findDP3(PathShared, size, n)
+			if c == nil || len(c.Forms) == 0 {
+				continue
+			}
+			st := c.Stats
+			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), avgp99(st.Forms), benchutil.US(st.Enqueue.Avg), benchutil.US(st.WakeCall.Avg),
+				benchutil.US(st.WakeFirst.Avg) + " / " + benchutil.US(st.WakeLast.Avg), benchutil.US(st.TakeAvg.Avg) + " / " + benchutil.US(st.TakeMax.Avg),
+				benchutil.US(st.PtrAvg.Avg), benchutil.US(st.Delivery.Avg), avgp99(st.AfterCopy), strconv.Itoa(c.Unsettled)})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "### Pinned-Shared: where the delivery time goes (µs from the start of Publish; zerocopy.PublishTrace and each subscriber's clock)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each message is published once every subscriber sleeps in Wait (Topic.Waiting). The H2D copy is the part of Publish before the sample is queued: the device block allocated under the topic lock, cuMemcpyHtoDAsync from the staging pool and the wait for its event. Queue: the lock taken again, the sample put in every subscriber's ring, the lock released. Wake call: the FUTEX_WAKE that wakes every sleeping subscriber. Awake: when a subscriber's Wait returned. Take: Wait returned → Take returned (no topic lock: the subscription's own ring). DevicePtr: Take → Sample.DevicePtr. Delivery − H2D copy is everything after the copy: the part that grows with N.")
+	fmt.Fprintln(w)
+	writeTable(w, &t)
 }
 
 // Goal is one goal's verdict.
@@ -336,8 +367,13 @@ func (r *Result) Goals() []Goal {
 			have = true
 			q := quotient(b.Stats.Delivery.Avg, a.Stats.Delivery.Avg)
 			ok = ok && q <= GoalFlatN
-			parts = append(parts, fmt.Sprintf("%s %.3f (p50 %.3f; %s → %s µs)", benchutil.FormatSize(size), q,
-				quotient(b.Stats.Delivery.P50, a.Stats.Delivery.P50), benchutil.US(a.Stats.Delivery.Avg), benchutil.US(b.Stats.Delivery.Avg)))
+			part := fmt.Sprintf("%s %.3f (p50 %.3f; %s → %s µs", benchutil.FormatSize(size), q,
+				quotient(b.Stats.Delivery.P50, a.Stats.Delivery.P50), benchutil.US(a.Stats.Delivery.Avg), benchutil.US(b.Stats.Delivery.Avg))
+			if len(a.Forms) > 0 && len(b.Forms) > 0 {
+				part += fmt.Sprintf("; of which the H2D copy %s → %s µs, after it %s → %s µs", benchutil.US(a.Stats.Forms.Avg), benchutil.US(b.Stats.Forms.Avg),
+					benchutil.US(a.Stats.AfterCopy.Avg), benchutil.US(b.Stats.AfterCopy.Avg))
+			}
+			parts = append(parts, part+")")
 		}
 		switch {
 		case !have:
@@ -416,7 +452,7 @@ const methodNotes = `## Method
   - T1 = Publisher.Loan(size) on a host topic (TLSF allocation in the shared-memory pool). T2 = cuMemcpyDtoH into Loan.Bytes(). The engine registers the whole pool with cuMemHostRegister (portable, device-mapped) once per process, on the first Loan.DevicePtr(); the run calls it once on a warm-up loan before timing, so registration is not in T2 (its cost is in the header). T3 = Loan.Publish(): enqueue for one host subscriber in another process and wake it (the subscriber takes the sample and checks it, untimed).
   - Bare: the same cuMemcpyDtoH into MAP_SHARED|MAP_ANONYMOUS memory registered with the same flags. Bare and Pinned-SHM alternate which goes first every message.
   - Pageable-UDS: T1 = the same copy into a Go heap buffer (pageable, touched beforehand). T2 = write(2) of the whole message on a SOCK_STREAM socket pair (default buffer sizes) until the receiving process has read all of it into its own buffer and its one-byte acknowledgement is back: the acknowledgement's trip (a few µs) is included, nothing is subtracted.
-- Data path 3: the message starts in host memory of the publishing process (the subscribe manager's buffer after an RDMA receive): a host Loan (T1, timed separately), filled by the CPU (untimed). t0 = the publisher's wall clock just before Publish, written into the message's first 8 bytes. Subscribers block in Subscription.Wait and note the wall clock when it returns ("wake"); t0 and the subscribers' clocks are the same CLOCK_REALTIME on one host.
+- Data path 3: the message starts in host memory of the publishing process (the subscribe manager's buffer after an RDMA receive): a host Loan (T1, timed separately), filled by the CPU (untimed). The publisher then waits (untimed) until every subscriber sleeps in Subscription.Wait (Topic.Waiting: the subscriber waits blocked on the topic). t0 = the publisher's wall clock just before Publish, written into the message's first 8 bytes; Publish is Loan.PublishTraced, which records when its stages ended (the stage table). Subscribers note the wall clock when Wait returns ("wake"), when Take returns and when they hold the device pointer; t0 and the subscribers' clocks are the same CLOCK_REALTIME on one host.
   - Pinned-Shared: a GPU topic (publisher and subscribers created with rgaps.OnGPU()). T2 = the Publish call: the engine sees GPU readers, allocates a block in the topic's shared GPU pool, copies the host block into it (cuMemcpyHtoDAsync from the registered staging pool on the engine's own copy stream, then cuEventSynchronize of that copy's event), enqueues and wakes. T3 = wake − Publish's return, averaged over subscribers (negative when a subscriber woke before Publish returned). A subscriber holds its pointer after Take and Sample.DevicePtr() (no copy).
   - Pageable-Iceoryx: a host topic whose pool no process registers with CUDA: zero-copy host delivery, then each subscriber copies Sample.Bytes() with cuMemcpyHtoD into its own cuMemAlloc'd buffer and synchronises, all subscribers at once. T1 = wake − t0 (Publish + notification), T2 = its own copy, both averaged over subscribers.
   - Consumption: each subscriber runs the checksum kernel on its pointer as soon as it has it; the value is checked against the host reference.

@@ -194,6 +194,25 @@ func TestStats(t *testing.T) {
 	if st.Delivery.Avg != 250 || st.Delivery.Max != 300 || st.Consumption.Max != 310 || st.Wake.Avg != 35 || st.Notify.Avg != 25 || st.SubCopy.Min != 105 {
 		t.Errorf("cell stats %+v", st)
 	}
+	// The stages of a traced publish and the subscribers' steps.
+	c = DP3Cell{Path: PathShared, Publish: []int64{10, 10}, Forms: []int64{5, 6}, Queued: []int64{7, 8}, Woken: []int64{9, 10},
+		Wake: [][]int64{{20, 30}, {40, 50}}, Taken: [][]int64{{22, 33}, {41, 55}},
+		Ptr: [][]int64{{25, 35}, {45, 60}}, Done: [][]int64{{30, 40}, {50, 70}}}
+	c.summarize()
+	st = c.Stats
+	for _, x := range []struct {
+		name      string
+		got, want int64
+	}{{"forms", st.Forms.Avg, 5}, {"enqueue", st.Enqueue.Avg, 2}, {"wake call", st.WakeCall.Avg, 2}, {"first awake", st.WakeFirst.Avg, 25},
+		{"last awake", st.WakeLast.Avg, 45}, {"take avg", st.TakeAvg.Avg, 2}, {"take max", st.TakeMax.Avg, 3}, {"DevicePtr", st.PtrAvg.Avg, 3},
+		{"after the copy", st.AfterCopy.Avg, 47}, {"delivery", st.Delivery.Avg, 52}} {
+		if x.got != x.want {
+			t.Errorf("%s: %d, want %d", x.name, x.got, x.want)
+		}
+	}
+	if got := minOver([][]int64{{1, 9}, {4, 2}}); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("minOver %v", got)
+	}
 }
 
 func TestFormat(t *testing.T) {
@@ -238,9 +257,11 @@ func fakeResult() *Result {
 				flat = 1100
 			}
 			del := (h2d + 9_000) * flat / 1000
-			c := DP3Cell{Path: PathShared, Size: size, Subs: n, Iters: it, Warmup: w}
+			c := DP3Cell{Path: PathShared, Size: size, Subs: n, Iters: it, Warmup: w, Forms: make([]int64, it)}
 			c.Stats = DP3Stats{Loan: sm(800, 2_000), Publish: sm(h2d+3_000, h2d*11/10+3_000), Wake: sm(h2d+6_000, h2d*11/10+12_000),
-				Notify: sm(4_000+int64(n)*500, 12_000), Delivery: sm(del, del*11/10), Consumption: sm(del+int64(n)*30_000, (del+int64(n)*30_000)*12/10)}
+				Notify: sm(4_000+int64(n)*500, 12_000), Delivery: sm(del, del*11/10), Consumption: sm(del+int64(n)*30_000, (del+int64(n)*30_000)*12/10),
+				Forms: sm(h2d, h2d*11/10), Enqueue: sm(1_000, 3_000), WakeCall: sm(1_000*int64(n), 3_000*int64(n)), WakeFirst: sm(h2d+5_000, h2d+9_000),
+				WakeLast: sm(h2d+5_000+int64(n)*900, h2d+12_000), TakeAvg: sm(700, 2_000), TakeMax: sm(900, 3_000), PtrAvg: sm(400, 900), AfterCopy: sm(del-h2d, del-h2d+5_000)}
 			r.DP3 = append(r.DP3, c)
 			own := bw * 5 * int64(10+(n-1)*3) / 10 // pageable ≈ 10 GB/s alone, contended beyond
 			b := DP3Cell{Path: PathIceoryx, Size: size, Subs: n, Iters: it, Warmup: w}
@@ -259,10 +280,10 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 	r.WriteMarkdown(&b)
 	md := b.String()
 	tables := benchtest.MarkdownTables(t, md)
-	if len(tables) != 5 {
-		t.Fatalf("%d tables, want 5:\n%s", len(tables), md)
+	if len(tables) != 6 {
+		t.Fatalf("%d tables, want 6:\n%s", len(tables), md)
 	}
-	for i, want := range []int{3, 3, 3, 12, 12} {
+	for i, want := range []int{3, 3, 3, 12, 12, 12} {
 		if len(tables[i]) != want {
 			t.Errorf("table %d has %d rows, want %d", i, len(tables[i]), want)
 		}
@@ -271,7 +292,7 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 		"NVIDIA H100 80GB HBM3", "PCI 00000000:00:05.0", "NVIDIA driver 580.159.04", "CUDA driver API 13.0", "Intel(R) Xeon(R) Platinum 8480+, 16 cores",
 		"Linux 6.8.0", "4 MiB 50+3, 64 MiB 20+3, 1 GiB 5+1", "1 / 224 / 1", "1 / 47,905 / 1", "451 + 1,184", "85,806 + 208,318",
 		"216 / 6 → 223", "43,677 / 11 → 43,689", "10 / 2,238 → 2,248", "12 / 382,018 → 382,030",
-		"T2 vs bare (goal ≥ 95%)", "99.5% met",
+		"T2 vs bare (goal ≥ 95%)", "99.5% met", "where the delivery time goes", "delivery − H2D copy (avg / p99)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -281,7 +302,7 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 	if len(g) != 3 || g[0].Status != "met" || g[1].Status != "NOT met" || g[2].Status != "met" {
 		t.Fatalf("goals %+v", g)
 	}
-	if !strings.Contains(g[1].Detail, "4 MiB 1.100") || !strings.Contains(g[2].Detail, "Other sizes: 4 MiB N=8") {
+	if !strings.Contains(g[1].Detail, "4 MiB 1.100") || !strings.Contains(g[1].Detail, "of which the H2D copy") || !strings.Contains(g[2].Detail, "Other sizes: 4 MiB N=8") {
 		t.Errorf("goal details: %q / %q", g[1].Detail, g[2].Detail)
 	}
 	for _, l := range []string{"**met** — 4 MiB 99.5%", "**NOT met** — 4 MiB 1.100", "≥ 8× at N=8, 64 MiB: **met**"} {
@@ -316,7 +337,7 @@ func TestGoalsNotMeasured(t *testing.T) {
 	}
 	var b bytes.Buffer
 	r.WriteMarkdown(&b)
-	if n := len(benchtest.MarkdownTables(t, b.String())); n != 2 {
-		t.Errorf("%d tables without data path 1, want 2", n)
+	if n := len(benchtest.MarkdownTables(t, b.String())); n != 3 {
+		t.Errorf("%d tables without data path 1, want 3 (Pinned-Shared, its stages, Pageable-Iceoryx)", n)
 	}
 }

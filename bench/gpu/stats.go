@@ -54,3 +54,39 @@ func sumOf(series ...[]int64) []int64 {
 	}
 	return out
 }
+
+// minOver is, per message, the smallest of every subscriber's value.
+func minOver(rows [][]int64) []int64 {
+	if len(rows) == 0 {
+		return nil
+	}
+	out := slices.Clone(rows[0])
+	for _, r := range rows[1:] {
+		for i := range out {
+			out[i] = min(out[i], r[i])
+		}
+	}
+	return out
+}
+
+// maxOf is, per message, the largest over subscribers of f(s, i).
+func maxOf(subs, msgs int, f func(s, i int) int64) []int64 {
+	out := make([]int64, msgs)
+	for i := range out {
+		for s := range subs {
+			if v := f(s, i); s == 0 || v > out[i] {
+				out[i] = v
+			}
+		}
+	}
+	return out
+}
+
+// diffOf is a − b element by element.
+func diffOf(a, b []int64) []int64 {
+	out := make([]int64, len(a))
+	for i := range out {
+		out[i] = a[i] - b[i]
+	}
+	return out
+}

@@ -24,10 +24,14 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
-// The two paths a cell measures.
+// The paths a cell measures.
 const (
 	PathRgaps = "rgaps" // zero-copy: Loan, Publish; subscribers Wait, Take
 	PathUDS   = "uds"   // baseline: the message written to each subscriber's socket
+	// PathFutex is the floor: the subscriber processes sleep on one futex
+	// word and one FUTEX_WAKE wakes them all (floor.go). It carries no
+	// payload, so it runs once per N (with the first size).
+	PathFutex = "futex"
 )
 
 // Defaults of Options (and of the CLI's flags).
@@ -61,6 +65,12 @@ type Options struct {
 	AllocSizes   []int // sizes of the allocation measurement
 	AllocSamples int   // timed pairs per size
 
+	// NoSettle sends each futex and rgaps message right after the previous
+	// one's acknowledgements, as runs before 2026-11-28 did, instead of
+	// once every subscriber sleeps (a subscriber then may not be asleep
+	// yet, or only just, which makes its wake-up cheaper than from a
+	// longer sleep). With BusyPoll there is no waiting either.
+	NoSettle bool
 	// BusyPoll > 0 makes subscribers spin that long before sleeping in the
 	// kernel (Config.BusyPoll); 0 means no spinning, whatever
 	// RGAPS_BUSY_POLL says.
@@ -99,7 +109,9 @@ type Settings struct {
 	Warmup       int           `json:"warmup"`
 	AllocSizes   []int         `json:"alloc_sizes"`
 	AllocSamples int           `json:"alloc_samples"`
-	BusyPoll     time.Duration `json:"busy_poll_ns"` // as the subscribers' engine reports it
+	Floor        string        `json:"floor_segment"` // PathFutex's
+	BusyPoll     time.Duration `json:"busy_poll_ns"`  // as the subscribers' engine reports it
+	Settle       bool          `json:"settle"`        // messages sent once every subscriber slept
 	Domain       uint32        `json:"domain"`
 	Prefix       string        `json:"prefix"`
 	Topic        string        `json:"topic"`
@@ -115,9 +127,15 @@ type AllocRow struct {
 	TLSFP99 int64 `json:"tlsf_p99_ns"`
 	LoanP50 int64 `json:"loan_p50_ns"` // Publisher.Loan + Loan.Discard
 	LoanP99 int64 `json:"loan_p99_ns"`
+	LoanMax int64 `json:"loan_max_ns"`
+	// LoanGCs: garbage collections that ran during the timed pairs;
+	// LoanAllocs: Go heap allocations per pair (runtime.MemStats).
+	LoanGCs    uint32  `json:"loan_gcs"`
+	LoanAllocs float64 `json:"loan_allocs_per_pair"`
 }
 
-// Cell is one (path, size, subscriber count) of the wakeup measurement.
+// Cell is one (path, size, subscriber count) of the wakeup measurement
+// (PathFutex: size 0).
 type Cell struct {
 	Path   string `json:"path"`
 	Size   int    `json:"size"`
@@ -125,11 +143,22 @@ type Cell struct {
 	Iters  int    `json:"iters"`
 	Warmup int    `json:"warmup"`
 	// Lat[s][i] is subscriber s's latency of timed message i in ns: from t0
-	// to the sample taken (rgaps) or the message read whole (uds).
+	// to the sample taken (rgaps), the message read whole (uds) or the
+	// wait returned (futex).
 	Lat [][]int64 `json:"lat_ns"`
+	// Wake[s][i] (rgaps): from t0 until subscriber s's Wait returned.
+	Wake [][]int64 `json:"wake_ns,omitempty"`
 	// Send[i] is the publisher's side of message i in ns: the Publish call
-	// (rgaps) or the writes to every socket (uds).
+	// (rgaps), the writes to every socket (uds), the wake call (futex).
 	Send []int64 `json:"send_ns"`
+	// Queued[i], Woken[i] (rgaps): when Publish had queued the sample and
+	// released the lock, and when its wake-up call returned, from the
+	// start of the call (zerocopy.PublishTrace).
+	Queued []int64 `json:"queued_ns,omitempty"`
+	Woken  []int64 `json:"woken_ns,omitempty"`
+	// Unsettled counts messages sent before every subscriber slept
+	// (waited for up to a second; rgaps and futex).
+	Unsettled int `json:"unsettled,omitempty"`
 	// Received[s] counts every message subscriber s got, warm-up included;
 	// Bad[s] those whose bytes were wrong.
 	Received []int  `json:"received"`
@@ -148,6 +177,11 @@ type Stats struct {
 	AllP50  int64 `json:"all_p50_ns"`
 	AllP99  int64 `json:"all_p99_ns"`
 	SendP50 int64 `json:"send_p50_ns"`
+	// rgaps stages, p50: subscribers' Wait returned (over every
+	// subscriber's samples); Publish queued; its wake call returned.
+	WakeP50   int64 `json:"wake_p50_ns,omitempty"`
+	QueuedP50 int64 `json:"queued_p50_ns,omitempty"`
+	WokenP50  int64 `json:"woken_p50_ns,omitempty"`
 }
 
 // ItersFor is the (timed, warm-up) message count of a cell of size bytes.
@@ -207,7 +241,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("iterations %d, warm-up %d, allocation samples %d: need 1 to %d", o.Iters, o.Warmup, o.AllocSamples, MaxIters)
 	}
 	if len(o.paths) == 0 {
-		o.paths = []string{PathRgaps, PathUDS}
+		o.paths = []string{PathFutex, PathRgaps, PathUDS}
 	}
 	if o.BusyPoll < 0 {
 		return o, fmt.Errorf("busy-poll %v is negative", o.BusyPoll)
@@ -244,30 +278,44 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	res = &Result{Machine: machineInfo(), Settings: Settings{
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		AllocSizes: o.AllocSizes, AllocSamples: o.AllocSamples,
-		BusyPoll: o.BusyPoll, Domain: o.Domain, Prefix: o.Prefix,
+		BusyPoll: o.BusyPoll, Settle: !o.NoSettle && o.BusyPoll == 0, Domain: o.Domain, Prefix: o.Prefix,
 		QoS: "reliable, keep_last(10), volatile",
 	}}
 	if err := h.open(); err != nil {
 		return nil, err
 	}
-	res.Settings.Topic, res.Settings.PoolSize = h.topic, h.poolSize
+	res.Settings.Topic, res.Settings.PoolSize, res.Settings.Floor = h.topic, h.poolSize, h.floorName
 	if res.Alloc, err = h.measureAlloc(); err != nil {
 		return nil, err
 	}
 	if res.Settings.BusyPoll, err = h.spawnAll(slices.Max(o.Subs)); err != nil {
 		return nil, err
 	}
-	total := len(o.paths) * len(o.Sizes) * len(o.Subs)
+	total := 0
+	for _, path := range o.paths {
+		if path == PathFutex {
+			total += len(o.Subs)
+		} else {
+			total += len(o.Sizes) * len(o.Subs)
+		}
+	}
 	k := 0
-	for _, size := range o.Sizes {
-		iters, warmup := ItersFor(size, o.Iters, o.Warmup)
+	for si, size := range o.Sizes {
 		for _, n := range o.Subs {
 			for _, path := range o.paths {
+				csize, what := size, benchutil.FormatSize(size)
+				iters, warmup := ItersFor(size, o.Iters, o.Warmup)
+				if path == PathFutex {
+					if si > 0 {
+						continue // no payload: once per N
+					}
+					csize, what, iters, warmup = 0, "(no payload)", o.Iters, o.Warmup
+				}
 				k++
-				h.progress("[%d/%d] %s %s N=%d: %d+%d messages", k, total, path, benchutil.FormatSize(size), n, warmup, iters)
-				c, err := h.cell(path, size, n, iters, warmup)
+				h.progress("[%d/%d] %s %s N=%d: %d+%d messages", k, total, path, what, n, warmup, iters)
+				c, err := h.cell(path, csize, n, iters, warmup)
 				if err != nil {
-					return nil, fmt.Errorf("%s %s N=%d: %w", path, benchutil.FormatSize(size), n, err)
+					return nil, fmt.Errorf("%s %s N=%d: %w", path, what, n, err)
 				}
 				res.Cells = append(res.Cells, c)
 			}

@@ -38,18 +38,38 @@ func TestRunLocal(t *testing.T) {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
 	benchtest.NoSegments(t, res.Settings.Prefix)
+	if !res.Settings.Settle {
+		t.Error("the default run does not wait for the subscribers to sleep")
+	}
 
 	if len(res.Alloc) != len(o.AllocSizes) {
 		t.Fatalf("%d allocation rows, want %d", len(res.Alloc), len(o.AllocSizes))
 	}
 	for _, a := range res.Alloc {
-		if a.Samples != o.AllocSamples || a.TLSFP50 > a.TLSFP99 || a.LoanP50 > a.LoanP99 || a.TLSFP50 == 0 || a.LoanP50 == 0 {
+		if a.Samples != o.AllocSamples || a.TLSFP50 > a.TLSFP99 || a.LoanP50 > a.LoanP99 || a.LoanP99 > a.LoanMax || a.TLSFP50 == 0 || a.LoanP50 == 0 {
 			t.Errorf("allocation row %+v", a)
 		}
 	}
 
-	if want := 2 * len(o.Sizes) * len(o.Subs); len(res.Cells) != want {
+	if want := (2*len(o.Sizes) + 1) * len(o.Subs); len(res.Cells) != want {
 		t.Fatalf("%d cells, want %d", len(res.Cells), want)
+	}
+	for _, n := range o.Subs {
+		f := res.findCell(PathFutex, 0, n)
+		if f == nil {
+			t.Fatalf("no futex floor cell for N=%d", n)
+		}
+		if len(f.Lat) != n || len(f.Send) != o.Iters {
+			t.Errorf("floor N=%d: %d latency rows, %d send samples", n, len(f.Lat), len(f.Send))
+		}
+		for s := range n {
+			if len(f.Lat[s]) != o.Iters || f.Received[s] != o.Iters+o.Warmup {
+				t.Errorf("floor N=%d: subscriber %d has %d samples of %d received", n, s, len(f.Lat[s]), f.Received[s])
+			}
+		}
+		if st := f.Stats; st.P50 <= 0 || st.P50 > st.P99 || st.P50 > st.AllP50 {
+			t.Errorf("floor N=%d: stats %+v", n, st)
+		}
 	}
 	for _, size := range o.Sizes {
 		for _, n := range o.Subs {
@@ -71,6 +91,25 @@ func TestRunLocal(t *testing.T) {
 						t.Errorf("cell %s %d N=%d: subscriber %d received %d messages, %d bad (%s)", path, size, n, s, c.Received[s], c.Bad[s], c.FirstBad)
 					}
 				}
+				if path == PathRgaps {
+					// The stages: Wait returns before the sample is taken,
+					// and the publish queues before its wake call returns.
+					if len(c.Wake) != n || len(c.Queued) != o.Iters || len(c.Woken) != o.Iters {
+						t.Fatalf("cell %s %d N=%d: %d wake rows, %d queued, %d woken", path, size, n, len(c.Wake), len(c.Queued), len(c.Woken))
+					}
+					for s := range n {
+						for i, w := range c.Wake[s] {
+							if w > c.Lat[s][i] {
+								t.Errorf("cell %s %d N=%d: subscriber %d woke at %d ns, after it took the sample at %d", path, size, n, s, w, c.Lat[s][i])
+							}
+						}
+					}
+					for i := range c.Queued {
+						if c.Queued[i] > c.Woken[i] || c.Woken[i] > c.Send[i] {
+							t.Errorf("cell %s %d N=%d: message %d queued %d, woken %d, Publish returned %d ns", path, size, n, i, c.Queued[i], c.Woken[i], c.Send[i])
+						}
+					}
+				}
 				st := c.Stats
 				if st.P50 > st.P99 || st.P99 > st.Max || st.AllP50 > st.AllP99 || st.P50 > st.AllP50 {
 					t.Errorf("cell %s %d N=%d: inconsistent stats %+v", path, size, n, st)
@@ -85,21 +124,23 @@ func TestRunLocal(t *testing.T) {
 	var md bytes.Buffer
 	res.WriteMarkdown(&md)
 	tables := benchtest.MarkdownTables(t, md.String())
-	if len(tables) != 2 {
-		t.Fatalf("%d tables, want 2:\n%s", len(tables), md.String())
+	if len(tables) != 3 {
+		t.Fatalf("%d tables, want 3:\n%s", len(tables), md.String())
 	}
 	if got, want := len(tables[0]), len(o.AllocSizes); got != want {
 		t.Errorf("allocation table has %d rows, want %d", got, want)
 	}
-	if got, want := len(tables[1]), len(o.Sizes)*len(o.Subs); got != want {
-		t.Errorf("wakeup table has %d rows, want %d", got, want)
+	for k, what := range []string{"wakeup", "UDS"} {
+		if got, want := len(tables[1+k]), len(o.Sizes)*len(o.Subs); got != want {
+			t.Errorf("%s table has %d rows, want %d", what, got, want)
+		}
 	}
-	for _, want := range []string{"# rgaps-bench local", "## Summary", "TLSF alloc+free p99 ≤ 1 µs", "Wakeup p50 ≤ 5 µs", "Flat across N", "Flat across size", "all correct", res.Machine.Kernel, res.Machine.Go} {
+	for _, want := range []string{"# rgaps-bench local", "## Summary", "TLSF alloc+free p99 ≤ 1 µs", "garbage collections", "Wakeup p50 ≤ 5 µs", "futex floor of 2 processes", "Flat across N", "Flat across size", "Sleep before send", "all correct", res.Machine.Kernel, res.Machine.Go} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Contains(progress.String(), "[8/8]") == false {
+	if strings.Contains(progress.String(), "[10/10]") == false {
 		t.Errorf("progress lacks the last cell:\n%s", progress.String())
 	}
 
@@ -118,8 +159,33 @@ func TestRunLocal(t *testing.T) {
 	}
 }
 
+// Without waiting for the subscribers to sleep, the floor's and rgaps'
+// messages still all arrive (a subscriber may see its message before it
+// sleeps).
+func TestRunNoSettle(t *testing.T) {
+	o := tinyOptions(t)
+	o.NoSettle = true
+	o.Sizes, o.Subs, o.AllocSizes, o.AllocSamples = []int{64}, []int{2}, []int{64}, 10
+	o.paths = []string{PathFutex, PathRgaps}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Settings.Settle || len(res.Cells) != 2 {
+		t.Fatalf("settle %v, %d cells", res.Settings.Settle, len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		for s := range c.Received {
+			if c.Received[s] != o.Iters+o.Warmup || c.Bad[s] != 0 {
+				t.Errorf("%s: subscriber %d received %d, %d bad", c.Path, s, c.Received[s], c.Bad[s])
+			}
+		}
+	}
+	benchtest.NoSegments(t, res.Settings.Prefix)
+}
+
 func TestRunCancelCleansUp(t *testing.T) {
-	for _, path := range []string{PathRgaps, PathUDS} {
+	for _, path := range []string{PathRgaps, PathUDS, PathFutex} {
 		t.Run(path, func(t *testing.T) {
 			o := tinyOptions(t)
 			o.Iters = MaxIters // does not end by itself before the cancel

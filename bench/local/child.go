@@ -25,7 +25,8 @@ type child struct {
 	ppid      int
 	ctx       *rgaps.Context
 	node      *rgaps.Node
-	buf       []byte // receive buffer of the UDS baseline
+	buf       []byte      // receive buffer of the UDS baseline
+	floor     *floorWords // the futex floor's words (PathFutex)
 }
 
 // ChildMain is a subscriber process of the local benchmark (`rgaps
@@ -58,6 +59,8 @@ func (c *child) close() {
 		c.ctx.Close()
 		c.ctx, c.node = nil, nil
 	}
+	c.floor.close(false)
+	c.floor = nil
 }
 
 // init joins the domain. A failure is answered, not fatal.
@@ -75,6 +78,11 @@ func (c *child) init(req request) error {
 		return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 	}
 	c.ctx, c.node = ctx, node
+	if req.Floor != "" {
+		if c.floor, err = openFloor(req.Floor); err != nil {
+			return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
+		}
+	}
 	return benchutil.WriteFrame(c.ctl, reply{Pid: os.Getpid(), BusyPoll: ctx.Engine().Config().BusyPoll})
 }
 
@@ -82,13 +90,15 @@ func (c *child) init(req request) error {
 // answers with the latencies. Errors that end the cell early are sent as an
 // ackErr and a frame; only a broken control socket is fatal.
 func (c *child) cell(req request) error {
-	if req.Size < MinSize || req.Count <= 0 {
+	if (req.Size < MinSize && req.Path != PathFutex) || req.Count <= 0 {
 		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("bad cell: size %d, count %d", req.Size, req.Count)})
 	}
 	// recv waits for message i and returns its latency and a function that,
-	// untimed, checks its bytes and releases it.
+	// untimed, checks its bytes and releases it. rgaps also notes when its
+	// Wait returned (wakes).
 	var recv func(i int) (lat int64, finish func() (bad string, err error), err error)
 	var done func()
+	var wakes []int64
 	switch req.Path {
 	case PathRgaps:
 		if c.node == nil {
@@ -99,7 +109,8 @@ func (c *child) cell(req request) error {
 			return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 		}
 		done = func() { sub.Close() }
-		recv = func(i int) (int64, func() (string, error), error) { return c.recvRgaps(sub, i, req.Size) }
+		wakes = make([]int64, req.Count)
+		recv = func(i int) (int64, func() (string, error), error) { return c.recvRgaps(sub, i, req.Size, &wakes[i]) }
 	case PathUDS:
 		if cap(c.buf) < req.Size {
 			c.buf = nil
@@ -107,6 +118,9 @@ func (c *child) cell(req request) error {
 		}
 		done = func() {}
 		recv = func(i int) (int64, func() (string, error), error) { return c.recvUDS(i, req.Size) }
+	case PathFutex:
+		done = func() {}
+		recv = func(i int) (int64, func() (string, error), error) { return c.recvFloor(i, req.FloorBase) }
 	default:
 		return benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown path %q", req.Path)})
 	}
@@ -156,19 +170,24 @@ func (c *child) cell(req request) error {
 	}
 	done()
 	done = func() {}
+	rep.Wake = wakes
 	return benchutil.WriteFrame(c.ctl, rep)
 }
 
 // recvRgaps blocks in Subscription.Wait (futex, or a spin first with
-// BusyPoll), takes the sample and records now − t0; finish checks the bytes
-// in place and returns the sample.
-func (c *child) recvRgaps(sub *zerocopy.Subscription, i, size int) (int64, func() (string, error), error) {
-	smp, err := benchutil.TakeNext(sub, c.ppid, nil)
+// BusyPoll), takes the sample and records now − t0 (and in *wake, when
+// Wait returned − t0); finish checks the bytes in place and returns the
+// sample.
+func (c *child) recvRgaps(sub *zerocopy.Subscription, i, size int, wake *int64) (int64, func() (string, error), error) {
+	var woke int64
+	smp, err := benchutil.TakeNext(sub, c.ppid, func() { woke = time.Now().UnixNano() })
 	if err != nil {
 		return 0, nil, err
 	}
 	now := time.Now().UnixNano()
-	lat := now - stampOf(smp.Bytes())
+	t0 := stampOf(smp.Bytes())
+	lat := now - t0
+	*wake = woke - t0
 	return lat, func() (string, error) {
 		bad := check(smp.Bytes(), uint64(i), size)
 		return bad, smp.Return()

@@ -23,12 +23,14 @@ type harness struct {
 	private bool // o.Prefix was made up for this run: remove all of it
 	procs   *benchutil.Procs
 
-	rc       *rgaps.Context
-	node     *rgaps.Node
-	pub      *zerocopy.Publisher // the wakeup topic's
-	topic    string
-	poolSize uint64
-	udsBuf   []byte
+	rc        *rgaps.Context
+	node      *rgaps.Node
+	pub       *zerocopy.Publisher // the wakeup topic's
+	topic     string
+	poolSize  uint64
+	udsBuf    []byte
+	floor     *floorWords // PathFutex's segment
+	floorName string
 }
 
 func (h *harness) progress(format string, args ...any) {
@@ -69,6 +71,10 @@ func (h *harness) open() error {
 	if h.pub, err = h.node.NewPublisher(h.topic, msgType, qos.Default()); err != nil {
 		return err
 	}
+	h.floorName = floorName(h.o.Prefix)
+	if h.floor, err = createFloor(h.floorName); err != nil {
+		return fmt.Errorf("the futex floor's segment: %w", err)
+	}
 	h.procs.Watch()
 	return nil
 }
@@ -86,7 +92,7 @@ func (h *harness) spawnAll(n int) (time.Duration, error) {
 	}
 	kids := h.procs.Kids()
 	for _, k := range kids {
-		if err := h.procs.Send(k, request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.poolSize, BusyPoll: bpReq, Index: k.I}); err != nil {
+		if err := h.procs.Send(k, request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.poolSize, BusyPoll: bpReq, Index: k.I, Floor: h.floorName}); err != nil {
 			return 0, err
 		}
 	}
@@ -102,7 +108,9 @@ func (h *harness) spawnAll(n int) (time.Duration, error) {
 // failure), reclaims what dead children left in the topic, closes the
 // domain and, for a private prefix, removes every segment of it.
 func (h *harness) close(failed bool) error {
-	return h.procs.Teardown(failed, 10*time.Second, h.rc, h.o.Prefix, h.private)
+	err := h.procs.Teardown(failed, 10*time.Second, h.rc, h.o.Prefix, h.private)
+	h.floor.close(true)
+	return err
 }
 
 // cell runs one (path, size, subscriber count).
@@ -110,30 +118,43 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 	c := Cell{Path: path, Size: size, Subs: n, Iters: iters, Warmup: warmup}
 	kids := h.procs.Kids()[:n]
 	count := iters + warmup
-	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count}); err != nil {
+	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count, FloorBase: h.floor.seq.Load()}); err != nil {
 		return c, err
 	}
 	if err := benchutil.Collect[reply](h.procs, kids, nil); err != nil {
 		return c, err
 	}
 	send := make([]int64, count)
+	var queued, woken []int64
 	var err error
 	switch path {
 	case PathRgaps:
-		err = h.runRgaps(kids, size, send)
+		queued, woken = make([]int64, count), make([]int64, count)
+		c.Unsettled, err = h.runRgaps(kids, size, send, queued, woken)
 	case PathUDS:
 		err = h.runUDS(kids, size, send)
+	case PathFutex:
+		c.Unsettled, err = h.runFloor(kids, send)
 	}
 	if err != nil {
 		return c, err
 	}
 	c.Lat = make([][]int64, n)
+	if path == PathRgaps {
+		c.Wake = make([][]int64, n)
+	}
 	c.Received, c.Bad = make([]int, n), make([]int, n)
 	err = benchutil.Collect(h.procs, kids, func(s int, k *benchutil.Kid, rep *reply) error {
 		if len(rep.Lat) != count {
 			return fmt.Errorf("subscriber %d reported %d latencies for %d messages", k.I, len(rep.Lat), count)
 		}
 		c.Lat[s] = rep.Lat[warmup:]
+		if c.Wake != nil {
+			if len(rep.Wake) != count {
+				return fmt.Errorf("subscriber %d reported %d wake times for %d messages", k.I, len(rep.Wake), count)
+			}
+			c.Wake[s] = rep.Wake[warmup:]
+		}
 		c.Received[s] = len(rep.Lat)
 		c.Bad[s] = rep.Bad
 		if rep.Bad > 0 && c.FirstBad == "" {
@@ -145,37 +166,47 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 		return c, err
 	}
 	c.Send = send[warmup:]
-	c.Stats = cellStats(c.Lat, c.Send)
+	if queued != nil {
+		c.Queued, c.Woken = queued[warmup:], woken[warmup:]
+	}
+	c.Stats = cellStats(&c)
 	return c, nil
 }
 
-// runRgaps: loan, fill (untimed), stamp t0, Publish; then wait for every
-// subscriber's acknowledgement before the next message.
-func (h *harness) runRgaps(kids []*benchutil.Kid, size int, send []int64) error {
+// runRgaps: loan, fill (untimed), wait until every subscriber sleeps in
+// Wait (untimed), stamp t0, Publish (traced: queued[i], woken[i]); then
+// wait for every subscriber's acknowledgement before the next message.
+func (h *harness) runRgaps(kids []*benchutil.Kid, size int, send, queued, woken []int64) (unsettled int, err error) {
 	if err := benchutil.WaitMatched(h.ctx, h.pub, len(kids), peerTimeout); err != nil {
-		return err
+		return 0, err
 	}
+	topic := h.pub.Topic()
+	var tr zerocopy.PublishTrace
 	for i := range send {
 		if err := h.ctx.Err(); err != nil {
-			return err
+			return unsettled, err
 		}
 		loan, err := h.pub.Loan(size)
 		if err != nil {
-			return err
+			return unsettled, err
 		}
 		b := loan.Bytes()
 		fill(b, uint64(i))
+		if !h.settle(len(kids), topic.Waiting) {
+			unsettled++
+		}
 		t0 := time.Now()
 		stamp(b, t0.UnixNano())
-		if err := loan.Publish(); err != nil {
-			return err
+		if err := loan.PublishTraced(&tr); err != nil {
+			return unsettled, err
 		}
 		send[i] = int64(time.Since(t0))
+		queued[i], woken[i] = int64(tr.Queued), int64(tr.Woken)
 		if err := h.acks(kids); err != nil {
-			return err
+			return unsettled, err
 		}
 	}
-	return nil
+	return unsettled, nil
 }
 
 // runUDS: fill a private buffer (untimed), stamp t0, write the whole

@@ -28,12 +28,16 @@ type request struct {
 	PoolSize uint64        `json:"pool_size,omitempty"`
 	BusyPoll time.Duration `json:"busy_poll,omitempty"`
 	Index    int           `json:"index,omitempty"`
+	Floor    string        `json:"floor,omitempty"` // the futex floor's segment (PathFutex)
 
 	// cell
-	Path  string `json:"path,omitempty"` // PathRgaps or PathUDS
+	Path  string `json:"path,omitempty"` // PathRgaps, PathUDS or PathFutex
 	Topic string `json:"topic,omitempty"`
 	Size  int    `json:"size,omitempty"`
 	Count int    `json:"count,omitempty"` // messages, warm-up included
+	// FloorBase (PathFutex) is the floor word's value when the cell
+	// begins: message i is out once it passed FloorBase+i.
+	FloorBase uint32 `json:"floor_base,omitempty"`
 }
 
 // reply is what a child answers. Err is set when the request failed.
@@ -45,8 +49,9 @@ type reply struct {
 	BusyPoll time.Duration `json:"busy_poll,omitempty"`
 
 	// end of a cell
-	Lat      []int64 `json:"lat,omitempty"` // ns, one per message, in order
-	Bad      int     `json:"bad,omitempty"` // messages whose bytes were wrong
+	Lat      []int64 `json:"lat,omitempty"`  // ns, one per message, in order
+	Wake     []int64 `json:"wake,omitempty"` // rgaps: ns from t0 until Wait returned
+	Bad      int     `json:"bad,omitempty"`  // messages whose bytes were wrong
 	FirstBad string  `json:"first_bad,omitempty"`
 }
 

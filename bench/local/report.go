@@ -14,6 +14,9 @@ import (
 const (
 	GoalAllocP99  = 1000 // ns: TLSF alloc+free p99
 	GoalWakeupP50 = 5000 // ns: publish → subscriber wakeup p50
+	// GoalFloorRatio: the wakeup p50 at the largest N stays within this
+	// factor of the same run's futex floor of as many processes (issue 13).
+	GoalFloorRatio = 1.5
 	// FlatRatio: a latency counts as flat across N or size when the ratio
 	// between the ends stays at or under this (our threshold; the thesis'
 	// Table 4.4 calls 6 → 11 µs over N = 1 → 8 "stable").
@@ -44,8 +47,12 @@ func ratio(a, b int64) string {
 	return benchutil.Times(float64(a) / float64(b))
 }
 
-// findCell returns the cell of (path, size, n), or nil.
+// findCell returns the cell of (path, size, n), or nil (PathFutex: any
+// size, it has none).
 func (r *Result) findCell(path string, size, n int) *Cell {
+	if path == PathFutex {
+		size = 0
+	}
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		if c.Path == path && c.Size == size && c.Subs == n {
@@ -58,12 +65,14 @@ func (r *Result) findCell(path string, size, n int) *Cell {
 // AllocTable writes section 1's table.
 func (r *Result) AllocTable(w io.Writer) {
 	t := benchutil.Table{
-		Head:  []string{"size", "pairs", "TLSF alloc+free p50", "TLSF p99", "Loan+Discard p50", "Loan+Discard p99", "goal p99 ≤ 1 µs (TLSF / engine)", "thesis TLSF malloc (Table 4.2)"},
-		Align: "rrrrrrlr",
+		Head: []string{"size", "pairs", "TLSF alloc+free p50", "TLSF p99", "Loan+Discard p50", "Loan+Discard p99", "Loan+Discard max",
+			"GCs while timed", "heap allocs / pair", "goal p99 ≤ 1 µs (TLSF / engine)", "thesis TLSF malloc (Table 4.2)"},
+		Align: "rrrrrrrrrlr",
 	}
 	for _, a := range r.Alloc {
 		t.Rows = append(t.Rows, []string{
-			benchutil.FormatSize(a.Size), benchutil.Thousands(int64(a.Samples)), us(a.TLSFP50), us(a.TLSFP99), us(a.LoanP50), us(a.LoanP99),
+			benchutil.FormatSize(a.Size), benchutil.Thousands(int64(a.Samples)), us(a.TLSFP50), us(a.TLSFP99), us(a.LoanP50), us(a.LoanP99), us(a.LoanMax),
+			strconv.Itoa(int(a.LoanGCs)), strconv.FormatFloat(a.LoanAllocs, 'f', 2, 64),
 			benchutil.MetWord(a.TLSFP99 <= GoalAllocP99) + " / " + benchutil.MetWord(a.LoanP99 <= GoalAllocP99), "~1",
 		})
 	}
@@ -71,34 +80,68 @@ func (r *Result) AllocTable(w io.Writer) {
 }
 
 // WakeupTable writes section 2's table: one row per size and subscriber
-// count, the zero-copy path beside the UDS baseline.
+// count, the zero-copy path beside the futex floor of as many processes,
+// with the stages of its latency.
 func (r *Result) WakeupTable(w io.Writer) {
 	t := benchutil.Table{
-		Head: []string{"size", "N", "msgs", "rgaps p50", "rgaps p99", "rgaps all-woke p50", "Publish call p50",
-			"UDS p50", "UDS p99", "UDS all-read p50", "UDS/rgaps p50", "thesis notify (T4.4)", "thesis UDS (T4.3)"},
-		Align: "rrrrrrrrrrrrr",
+		Head: []string{"size", "N", "msgs", "floor p50 / p99", "rgaps p50 / p99", "rgaps / floor (p50)", "all-woke p50: floor / rgaps",
+			"rgaps stages p50: queued · woken · woke · took", "Publish call p50", "thesis notify (T4.4)"},
+		Align: "rrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
 		for _, n := range r.Settings.Subs {
-			z, u := r.findCell(PathRgaps, size, n), r.findCell(PathUDS, size, n)
-			if z == nil || u == nil {
+			z := r.findCell(PathRgaps, size, n)
+			if z == nil {
 				continue
 			}
-			tn, tu := "—", "—"
+			tn := "—"
 			if v, ok := thesisNotify[n]; ok {
 				tn = strconv.Itoa(v)
-			}
-			if v, ok := thesisUDS[size]; ok && n == 1 {
-				tu = benchutil.Thousands(int64(v))
 			}
 			msgs := strconv.Itoa(z.Iters)
 			if z.Iters != r.Settings.Iters {
 				msgs += "*"
 			}
+			floor, q, allFloor := "—", "—", "—"
+			if f := r.findCell(PathFutex, 0, n); f != nil {
+				floor, q, allFloor = us(f.Stats.P50)+" / "+us(f.Stats.P99), ratio(z.Stats.P50, f.Stats.P50), us(f.Stats.AllP50)
+			}
+			st := z.Stats
 			t.Rows = append(t.Rows, []string{
-				benchutil.FormatSize(size), strconv.Itoa(n), msgs,
-				us(z.Stats.P50), us(z.Stats.P99), us(z.Stats.AllP50), us(z.Stats.SendP50),
-				us(u.Stats.P50), us(u.Stats.P99), us(u.Stats.AllP50), ratio(u.Stats.P50, z.Stats.P50), tn, tu,
+				benchutil.FormatSize(size), strconv.Itoa(n), msgs, floor, us(st.P50) + " / " + us(st.P99), q, allFloor + " / " + us(st.AllP50),
+				us(st.QueuedP50) + " · " + us(st.WokenP50) + " · " + us(st.WakeP50) + " · " + us(st.P50), us(st.SendP50), tn,
+			})
+		}
+	}
+	t.Write(w)
+}
+
+// UDSTable writes section 3's table: the thesis' baseline beside rgaps.
+func (r *Result) UDSTable(w io.Writer) {
+	t := benchutil.Table{
+		Head:  []string{"size", "N", "msgs", "UDS p50", "UDS p99", "UDS all-read p50", "UDS/rgaps p50", "thesis UDS (T4.3)"},
+		Align: "rrrrrrrr",
+	}
+	for _, size := range r.Settings.Sizes {
+		for _, n := range r.Settings.Subs {
+			z, u := r.findCell(PathRgaps, size, n), r.findCell(PathUDS, size, n)
+			if u == nil {
+				continue
+			}
+			tu := "—"
+			if v, ok := thesisUDS[size]; ok && n == 1 {
+				tu = benchutil.Thousands(int64(v))
+			}
+			vs := "—"
+			if z != nil {
+				vs = ratio(u.Stats.P50, z.Stats.P50)
+			}
+			msgs := strconv.Itoa(u.Iters)
+			if u.Iters != r.Settings.Iters {
+				msgs += "*"
+			}
+			t.Rows = append(t.Rows, []string{
+				benchutil.FormatSize(size), strconv.Itoa(n), msgs, us(u.Stats.P50), us(u.Stats.P99), us(u.Stats.AllP50), vs, tu,
 			})
 		}
 	}
@@ -118,9 +161,15 @@ func (r *Result) Summary() []string {
 				wl = a
 			}
 		}
-		out = append(out, fmt.Sprintf("TLSF alloc+free p99 ≤ 1 µs: %s — worst p99 %s µs (%s); through the engine (Loan+Discard): %s — worst p99 %s µs (%s). Thesis: ~1 µs.",
+		var gcs uint32
+		var allocs float64
+		for _, a := range r.Alloc {
+			gcs += a.LoanGCs
+			allocs = max(allocs, a.LoanAllocs)
+		}
+		out = append(out, fmt.Sprintf("TLSF alloc+free p99 ≤ 1 µs: %s — worst p99 %s µs (%s); through the engine (Loan+Discard): %s — worst p99 %s µs (%s); %d garbage collections during the timed pairs, at most %s heap allocations per pair. Thesis: ~1 µs.",
 			benchutil.MetWord(wt.TLSFP99 <= GoalAllocP99), us(wt.TLSFP99), benchutil.FormatSize(wt.Size),
-			benchutil.MetWord(wl.LoanP99 <= GoalAllocP99), us(wl.LoanP99), benchutil.FormatSize(wl.Size)))
+			benchutil.MetWord(wl.LoanP99 <= GoalAllocP99), us(wl.LoanP99), benchutil.FormatSize(wl.Size), gcs, strconv.FormatFloat(allocs, 'f', 2, 64)))
 	}
 	var zs []*Cell
 	for i := range r.Cells {
@@ -154,6 +203,28 @@ func (r *Result) Summary() []string {
 	subs, sizes := r.Settings.Subs, r.Settings.Sizes
 	nLo, nHi := minOf(subs), maxOf(subs)
 	sLo, sHi := minOf(sizes), maxOf(sizes)
+	if f := r.findCell(PathFutex, 0, nHi); f != nil {
+		var parts, twos []string
+		ok := true
+		for _, size := range sizes {
+			z := r.findCell(PathRgaps, size, nHi)
+			if z == nil {
+				continue
+			}
+			q := float64(z.Stats.P50) / float64(max(f.Stats.P50, 1))
+			ok = ok && q <= GoalFloorRatio
+			parts = append(parts, fmt.Sprintf("%s %s µs = %s", benchutil.FormatSize(size), us(z.Stats.P50), ratio(z.Stats.P50, f.Stats.P50)))
+			twos = append(twos, ratio(z.Stats.P50, r.Machine.WakeP50))
+		}
+		var floors []string
+		for _, n := range subs {
+			if fc := r.findCell(PathFutex, 0, n); fc != nil {
+				floors = append(floors, fmt.Sprintf("N=%d %s", n, us(fc.Stats.P50)))
+			}
+		}
+		out = append(out, fmt.Sprintf("Wakeup p50 at N=%d ≤ %.1f× this run's futex floor of %d processes (one FUTEX_WAKE of %d sleepers, p50 %s µs): %s — %s. Floors p50 by N: %s µs. Against the two-thread floor (p50 %s µs): %s.",
+			nHi, GoalFloorRatio, nHi, nHi, us(f.Stats.P50), benchutil.MetWord(ok), strings.Join(parts, ", "), strings.Join(floors, ", "), us(r.Machine.WakeP50), strings.Join(twos, ", ")))
+	}
 	if nLo != nHi {
 		var parts []string
 		flat := true
@@ -203,15 +274,30 @@ func (r *Result) Summary() []string {
 		out = append(out, fmt.Sprintf("Baseline UDS/rgaps (p50): from %s (%s) to %s (%s).",
 			ratio(int64(qlo*1000), 1000), where(lo), ratio(int64(qhi*1000), 1000), where(hi)))
 	}
+	unsettled := 0
+	for _, c := range r.Cells {
+		unsettled += c.Unsettled
+	}
+	switch {
+	case !r.Settings.Settle:
+		out = append(out, "Sleep before send: off (-settle=false or busy polling): each message went out right after the previous one's acknowledgements, whether or not every subscriber slept yet.")
+	case unsettled > 0:
+		out = append(out, fmt.Sprintf("Sleep before send: %d messages went out before every subscriber slept (waited up to %v each): their subscribers did not all wake from sleep.", unsettled, settleLimit))
+	default:
+		out = append(out, "Sleep before send: every futex and rgaps message went out once every subscriber slept in the kernel.")
+	}
 	bad, msgs := 0, 0
 	for _, c := range r.Cells {
+		if c.Path == PathFutex {
+			continue // no bytes
+		}
 		for s := range c.Received {
 			bad += c.Bad[s]
 			msgs += c.Received[s]
 		}
 	}
 	if bad == 0 {
-		out = append(out, fmt.Sprintf("Bytes: every subscriber checked every message it got (%s deliveries, both paths): all correct.", benchutil.Thousands(int64(msgs))))
+		out = append(out, fmt.Sprintf("Bytes: every subscriber checked every message it got (%s deliveries, rgaps and UDS): all correct.", benchutil.Thousands(int64(msgs))))
 	} else {
 		out = append(out, fmt.Sprintf("Bytes: %d of %d deliveries had WRONG bytes (see first_bad in the JSON).", bad, msgs))
 	}
@@ -233,12 +319,12 @@ func minOf(s []int) int {
 	return m
 }
 
-// WriteMarkdown writes the whole report: header, the two tables, summary.
+// WriteMarkdown writes the whole report: header, the tables, summary.
 func (r *Result) WriteMarkdown(w io.Writer) {
 	m, s := r.Machine, r.Settings
 	fmt.Fprintf(w, "# rgaps-bench local\n\n")
 	fmt.Fprintf(w, "- machine: %s, %d cores (GOMAXPROCS %d), kernel %s, clocksource %s (time.Now ≈ %d ns)\n", m.CPU, m.Cores, m.GOMAXPROCS, m.Kernel, m.Clocksource, m.ClockNs)
-	fmt.Fprintf(w, "- wakeup floor of this machine (futex wake → woken thread running, two threads of one process, no engine): p50 %s µs, p99 %s µs\n", us(m.WakeP50), us(m.WakeP99))
+	fmt.Fprintf(w, "- two-thread wakeup floor of this machine (futex wake → woken thread running, two threads of one process, no engine): p50 %s µs, p99 %s µs; the floor of N processes is in section 2\n", us(m.WakeP50), us(m.WakeP99))
 	fmt.Fprintf(w, "- go: %s; date: %s; run took %.1f s\n", m.Go, m.Date, time.Duration(r.Elapsed).Seconds())
 	bp := "subscribers sleep in the kernel (futex), no busy polling"
 	if s.BusyPoll > 0 {
@@ -246,18 +332,26 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "- domain %d, shm prefix %s, topic %s (pool %s, %s); %s\n", s.Domain, s.Prefix, s.Topic, benchutil.FormatSize(int(s.PoolSize)), s.QoS, bp)
 	fmt.Fprintf(w, "\n## 1. Pool allocation (µs; each pair timed alone, clock read included)\n\n")
-	fmt.Fprintf(w, "TLSF = tlsf.MeasureAllocFree (1 GiB pool, ~100 live blocks); Loan+Discard = Publisher.Loan + Loan.Discard on an otherwise empty topic (topic lock + sample record + TLSF), after %s untimed pairs (steady state: a cold Go heap adds page faults to every ~100th Loan).\n\n", benchutil.Thousands(loanWarmup))
+	fmt.Fprintf(w, "TLSF = tlsf.MeasureAllocFree (1 GiB pool, ~100 live blocks); Loan+Discard = Publisher.Loan + Loan.Discard on an otherwise empty topic (topic lock + sample record + TLSF), after %s untimed pairs, on a locked OS thread that yields (untimed) every %s pairs; GCs and heap allocations counted over the timed pairs (runtime.MemStats).\n\n", benchutil.Thousands(loanWarmup), benchutil.Thousands(yieldEvery))
 	r.AllocTable(w)
-	fmt.Fprintf(w, "\n## 2. Publish → subscriber wakeup, N subscriber processes (µs)\n\n")
+	fmt.Fprintf(w, "\n## 2. Publish → subscriber wakeup, N subscriber processes, against the futex floor of N processes (µs)\n\n")
 	_, bw := ItersFor(BigSize+1, s.Iters, s.Warmup)
 	bi, _ := ItersFor(BigSize+1, s.Iters, s.Warmup)
-	fmt.Fprintf(w, "rgaps: the publisher stamps t0 (wall clock) in the loaned block and calls Publish; each subscriber blocks in Subscription.Wait, takes the sample and records now − t0. "+
-		"UDS (the thesis' Pageable-UDS baseline): the same bytes written to each subscriber's SOCK_STREAM Unix socket in turn; a subscriber's latency ends when the whole message is in its own buffer. "+
+	settled := "waits (untimed) until every subscriber sleeps in Subscription.Wait (Topic.Waiting)"
+	if !s.Settle {
+		settled = "does not wait for the subscribers to sleep (-settle=false or busy polling)"
+	}
+	fmt.Fprintf(w, "rgaps: the publisher loans and fills the message, "+settled+", stamps t0 (wall clock) in the block and calls Publish; each subscriber notes when Wait returned (woke) and when it holds the sample (took), minus t0. "+
+		"Stages (Loan.PublishTraced, from the start of Publish): queued = the sample is in every queue and the topic lock released, woken = the FUTEX_WAKE call returned. "+
+		"Floor: the same subscriber processes sleep in futex(FUTEX_WAIT) on one word of a shared segment; the publisher (like rgaps' settled or not) stamps t0 and wakes them with one FUTEX_WAKE; each records now − t0 (no engine, no payload: what waking N processes costs here). "+
 		"Paced: the next message goes after every subscriber acknowledged the previous one (not timed). "+
-		"p50/p99 over all subscribers' samples; all-woke/all-read = p50 of the per-message maximum over subscribers; Publish call = the publisher's Publish (rgaps). "+
-		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up). Thesis columns: Table 4.4 notification via Iceoryx (avg, any size), Table 4.3 UDS IPC (4 MB / 64 MB, one receiver).\n\n",
-		s.Warmup, benchutil.FormatSize(BigSize), bi, bw)
+		"p50/p99 over all subscribers' samples; all-woke = p50 of the per-message maximum over subscribers. "+
+		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up); the floor runs %d+%d per N. Thesis column: Table 4.4 notification via Iceoryx (avg, any size).\n\n",
+		s.Warmup, benchutil.FormatSize(BigSize), bi, bw, s.Iters, s.Warmup)
 	r.WakeupTable(w)
+	fmt.Fprintf(w, "\n## 3. The thesis' Pageable-UDS baseline: the same bytes over Unix-domain sockets (µs)\n\n")
+	fmt.Fprintf(w, "The same bytes written to each subscriber's SOCK_STREAM Unix socket in turn; a subscriber's latency ends when the whole message is in its own buffer (it is not made to sleep first). all-read = p50 of the per-message maximum. Thesis column: Table 4.3 UDS IPC (4 MB / 64 MB, one receiver).\n\n")
+	r.UDSTable(w)
 	fmt.Fprintf(w, "\n## Summary\n\n")
 	for _, l := range r.Summary() {
 		fmt.Fprintf(w, "- %s\n", l)

@@ -12,10 +12,10 @@ func sortedCopy(s []int64) []int64 {
 	return c
 }
 
-func cellStats(lat [][]int64, send []int64) Stats {
+func cellStats(c *Cell) Stats {
 	var all []int64
 	var worst []int64
-	for s, l := range lat {
+	for s, l := range c.Lat {
 		all = append(all, l...)
 		for i, v := range l {
 			if s == 0 {
@@ -32,6 +32,16 @@ func cellStats(lat [][]int64, send []int64) Stats {
 	if len(all) > 0 {
 		st.Max = all[len(all)-1]
 	}
-	st.SendP50 = pct(sortedCopy(send), 50)
+	st.SendP50 = pct(sortedCopy(c.Send), 50)
+	if c.Wake != nil {
+		var wakes []int64
+		for _, w := range c.Wake {
+			wakes = append(wakes, w...)
+		}
+		slices.Sort(wakes)
+		st.WakeP50 = pct(wakes, 50)
+		st.QueuedP50 = pct(sortedCopy(c.Queued), 50)
+		st.WokenP50 = pct(sortedCopy(c.Woken), 50)
+	}
 	return st
 }

@@ -39,6 +39,7 @@ func runBenchLocal(args []string) error {
 	warmup := fs.Int("warmup", benchlocal.DefaultWarmup, "untimed warm-up messages per cell (sizes above 16 MiB: a tenth, at least 2)")
 	allocSamples := fs.Int("alloc-samples", benchlocal.DefaultAllocSamples, "timed alloc/free and Loan/Discard pairs per size")
 	busyPoll := fs.Duration("busy-poll", 0, "subscribers spin this long before sleeping in the kernel (0: never)")
+	settle := fs.Bool("settle", true, "send each rgaps and futex-floor message only once every subscriber sleeps (false: right after the previous one's acknowledgements, as before 2026-11-28)")
 	defDomain, derr := rgaps.DomainFromEnv()
 	domain := fs.Uint("domain", uint(defDomain), "ROS domain id (default: ROS_DOMAIN_ID)")
 	jsonFile := fs.String("json", "", "also write the raw results (every sample) to this file")
@@ -62,7 +63,7 @@ func runBenchLocal(args []string) error {
 	if *domain > 1<<32-1 {
 		return fmt.Errorf("%w: domain %d", zerocopy.ErrInvalid, *domain)
 	}
-	o := benchlocal.Options{Iters: *iters, Warmup: *warmup, AllocSamples: *allocSamples, BusyPoll: *busyPoll, Domain: uint32(*domain)}
+	o := benchlocal.Options{Iters: *iters, Warmup: *warmup, AllocSamples: *allocSamples, BusyPoll: *busyPoll, NoSettle: !*settle, Domain: uint32(*domain)}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return fmt.Errorf("-sizes: %w", err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // LockSize is the number of bytes a Lock occupies in a segment (8-aligned).
@@ -81,7 +82,7 @@ func LockAt(s *Segment, off uint64) Lock {
 func (l Lock) TryLock() bool {
 	me := Self()
 	if l.holder.CompareAndSwap(0, me.Pid) {
-		l.start.Store(me.Start)
+		l.setStart(me.Start)
 		l.local.Add(1)
 		return true
 	}
@@ -108,7 +109,7 @@ func (l Lock) LockWith(limit time.Duration, abort func() error) (recovered bool,
 	)
 	for spin := 0; ; spin++ {
 		if l.holder.CompareAndSwap(0, me.Pid) {
-			l.start.Store(me.Start)
+			l.setStart(me.Start)
 			l.local.Add(1)
 			return false, nil
 		}
@@ -159,7 +160,7 @@ func (l Lock) LockWith(limit time.Duration, abort func() error) (recovered bool,
 				ErrLockTimeout, h, Comm(h), l.seg.name, held.Round(time.Millisecond))
 		}
 		if dead && l.holder.CompareAndSwap(h, me.Pid) {
-			l.start.Store(me.Start)
+			l.setStart(me.Start)
 			l.local.Add(1)
 			return true, nil
 		}
@@ -169,12 +170,22 @@ func (l Lock) LockWith(limit time.Duration, abort func() error) (recovered bool,
 // Unlock releases the lock. It must be held by the calling process.
 func (l Lock) Unlock() {
 	l.local.Add(-1)
-	l.start.Store(0)
+	l.setStart(0)
+	// An atomic (sequentially consistent) store: the load of the waiter
+	// count must not pass it, or a waiter that counted itself after the
+	// load would sleep on a holder word it saw before the store.
 	l.holder.Store(0)
 	if l.waiters.Load() != 0 {
 		Wake(l.holder, 1)
 	}
 }
+
+// setStart writes the holder's start time with a plain store: only the
+// holder writes it, and waiters read it before they re-read the holder
+// word (LockWith), which the holder wrote atomically before it (taking
+// the lock) or writes atomically after it (releasing it), so a waiter
+// never pairs a holder with another holder's start time.
+func (l Lock) setStart(v uint64) { *(*uint64)(unsafe.Pointer(l.start)) = v }
 
 // HeldBy returns the current holder (Pid 0 when free).
 func (l Lock) HeldBy() Owner { return Owner{Pid: l.holder.Load(), Start: l.start.Load()} }

@@ -429,10 +429,25 @@ func (s *Segment) Close() error {
 	return err
 }
 
+// check panics with an *AccessError unless [off, off+n) lies in the
+// mapping, aligned. It is small enough to be inlined into every accessor
+// (the message is formatted only when the panic is printed).
 func (s *Segment) check(off, n uint64, align uint64) {
-	if off+n < off || off+n > uint64(len(s.data)) || off%align != 0 {
-		panic(fmt.Sprintf("shm: access [%d,+%d) align %d outside segment %q of %d bytes", off, n, align, s.name, len(s.data)))
+	if off+n < off || off+n > uint64(len(s.data)) || off&(align-1) != 0 {
+		panic(&AccessError{Off: off, N: n, Align: align, Segment: s.name, Size: len(s.data)})
 	}
+}
+
+// AccessError is what an access outside a segment's mapping (or
+// misaligned) panics with: a shared value that defeated an index check.
+type AccessError struct {
+	Off, N, Align uint64
+	Segment       string
+	Size          int
+}
+
+func (e *AccessError) Error() string {
+	return fmt.Sprintf("shm: access [%d,+%d) align %d outside segment %q of %d bytes", e.Off, e.N, e.Align, e.Segment, e.Size)
 }
 
 // Bytes returns the n bytes at off as a slice aliasing shared memory.
@@ -451,6 +466,24 @@ func (s *Segment) Uint32(off uint64) *atomic.Uint32 {
 func (s *Segment) Uint64(off uint64) *atomic.Uint64 {
 	s.check(off, 8, 8)
 	return (*atomic.Uint64)(unsafe.Pointer(&s.data[off]))
+}
+
+// Set32 stores v in the 4-byte-aligned word at off with a plain store,
+// not an atomic one (which is a locked instruction on x86: several times
+// the cost). For words that only holders of a lock write and that others
+// read under that lock, or only after an atomic store that follows this
+// one (the lock's release, or a word that publishes them): a reader then
+// sees either value, whole (an aligned word is written by one
+// instruction on every supported target). Readers load with Uint32.
+func (s *Segment) Set32(off uint64, v uint32) {
+	s.check(off, 4, 4)
+	*(*uint32)(unsafe.Pointer(&s.data[off])) = v
+}
+
+// Set64 is Set32 for the 8-byte-aligned word at off.
+func (s *Segment) Set64(off uint64, v uint64) {
+	s.check(off, 8, 8)
+	*(*uint64)(unsafe.Pointer(&s.data[off])) = v
 }
 
 // LocalWords maps n futex words in anonymous shared memory: process-local
