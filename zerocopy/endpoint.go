@@ -354,14 +354,10 @@ func (t *Topic) deliverHistory(slot uint32, sub qos.Profile, flags endpointFlags
 			}
 			if dev, missing := t.missingForm(n, map[GID]peerInfo{{}: {flags: flags}}); missing {
 				// A rare late joiner that reads the other form: copy under
-				// the lock (the sample is shared; nobody reads the new block
-				// before we release it). A failure skips the sample.
-				if t.addBlock(n, dev, t.u64(t.sampleOff(n)+sSize).Load()) != nil {
-					t.u64(t.slotOff(slot) + eLost).Add(1)
-					continue
-				}
-				if t.copyForm(n, dev, true) != nil {
-					t.dropBlock(n, dev)
+				// the lock (the sample is shared, and other subscriptions
+				// take it without the lock: addForm names the block only
+				// once it is filled). A failure skips the sample.
+				if t.addForm(n, dev) != nil {
 					t.u64(t.slotOff(slot) + eLost).Add(1)
 					continue
 				}

@@ -258,6 +258,17 @@ func (t *Topic) missingForm(n uint32, peers map[GID]peerInfo) (dev bool, missing
 // already may be used (no CUDA start-up or daemon round trip while other
 // processes wait for the lock).
 func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
+	so := t.sampleOff(n)
+	dst := t.u64(so + sOffset).Load()
+	if toDev {
+		dst = t.u64(so + sDevOffset).Load()
+	}
+	return t.copyFormAt(n, toDev, underLock, dst)
+}
+
+// copyFormAt is copyForm into the block at offset dst of the target form's
+// pool, which the record need not name yet (addForm).
+func (t *Topic) copyFormAt(n uint32, toDev, underLock bool, dst uint64) error {
 	if _, err := t.d.gpu(); err != nil {
 		return err
 	}
@@ -274,6 +285,11 @@ func (t *Topic) copyForm(n uint32, toDev, underLock bool) error {
 	so := t.sampleOff(n)
 	size := t.u64(so + sSize).Load()
 	hoff, doff := t.u64(so+sOffset).Load(), t.u64(so+sDevOffset).Load()
+	if toDev {
+		doff = dst
+	} else {
+		hoff = dst
+	}
 	if pc := t.poolCommitted(); hoff > pc || size > pc-hoff || doff > t.lay.devPoolSize || size > t.lay.devPoolSize-doff {
 		return fmt.Errorf("%w: topic %s: sample %d claims %d bytes at offsets %d/%d", ErrCorrupt, t.name, n, size, hoff, doff)
 	}

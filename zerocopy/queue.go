@@ -78,17 +78,57 @@ func (t *Topic) newSample(slot uint32, size uint64, dev bool) (uint32, error) {
 // addBlock gives sample n a block of size bytes in the device pool (dev) or
 // the host pool.
 func (t *Topic) addBlock(n uint32, dev bool, size uint64) error {
-	blockF, offF := uint64(sBlock), uint64(sOffset)
-	if dev {
-		blockF, offF = sDevBlock, sDevOffset
-	}
 	b, err := t.allocBlock(dev, size)
 	if err != nil {
 		return err
 	}
+	t.nameBlock(n, dev, b)
+	return nil
+}
+
+// nameBlock records b as sample n's block of one form: the offset first,
+// then the block index with an atomic store, so a lock-free take
+// (take.go) that sees the index also sees the offset.
+func (t *Topic) nameBlock(n uint32, dev bool, b tlsf.Block) {
+	blockF, offF := uint64(sBlock), uint64(sOffset)
+	if dev {
+		blockF, offF = sDevBlock, sDevOffset
+	}
 	so := t.sampleOff(n)
 	t.set64(so+offF, b.Offset)
-	t.set32(so+blockF, b.Index)
+	t.u32(so + blockF).Store(b.Index)
+}
+
+// formHook, when set (tests), runs in addForm between the block's
+// allocation and the copy into it.
+var formHook func(n uint32)
+
+// addForm gives sample n, which rings already hold, its other form (dev:
+// a device copy of its host bytes, else a host copy of its device bytes):
+// the block is filled before it is named in the record, so a lock-free
+// take that reads the record meanwhile sees the sample without the form,
+// never a form being filled or one freed after a failed copy. A failure
+// frees the block unnamed; a holder that dies in between leaves a block
+// no record names, which repair frees. Must hold the lock.
+func (t *Topic) addForm(n uint32, dev bool) error {
+	b, err := t.allocBlock(dev, t.u64(t.sampleOff(n)+sSize).Load())
+	if err != nil {
+		return err
+	}
+	if formHook != nil {
+		formHook(n)
+	}
+	if err := t.copyFormAt(n, dev, true, b.Offset); err != nil {
+		a := t.alloc
+		if dev {
+			a = t.dalloc
+		}
+		if ferr := a.Free(b.Index); ferr != nil {
+			t.markCorrupt("freeing block %d: %v", b.Index, ferr)
+		}
+		return err
+	}
+	t.nameBlock(n, dev, b)
 	return nil
 }
 

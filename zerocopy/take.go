@@ -57,7 +57,8 @@ const takingBit = uint64(1) << 63
 var errTakeLocked = errors.New("take under the lock")
 
 // takeHook, when set (tests), runs at the named steps of a lock-free take:
-// "read" after step 2, "claimed" after step 3, "held" after step 4.
+// "read" after step 2, "claimed" after step 3, "heldword" inside step 4
+// (the held entry stored, not yet counted), "held" after step 4.
 var takeHook func(step string)
 
 // take fills smp (zero) with the oldest queued sample, or returns
@@ -72,13 +73,23 @@ func (s *Subscription) take(smp *Sample) (err error) {
 	defer s.takeMu.Unlock()
 	var now time.Time
 	var n uint32
+	// A reliable publisher may wait for this queue slot (only a reliable
+	// KEEP_ALL subscription makes one wait: peerInfo.blocking), also when
+	// the take found expired samples only.
+	spaceWaits := s.qos.Reliability == qos.ReliabilityReliable && s.qos.History == qos.HistoryKeepAll
 	for i := uint32(0); ; i++ {
 		if i > t.lay.queueCap {
+			if spaceWaits {
+				t.wakeSpace()
+			}
 			return ErrNoData // a ring of expired samples only
 		}
 		n, err = t.claim(s.slot)
 		if err == errTakeLocked {
 			n, err = t.claimLocked(s.slot)
+		}
+		if err == ErrNoData && i > 0 && spaceWaits {
+			t.wakeSpace() // the expired ones taken out made room
 		}
 		if err != nil {
 			return err
@@ -99,19 +110,25 @@ func (s *Subscription) take(smp *Sample) (err error) {
 			return err
 		}
 	}
-	if s.qos.Reliability == qos.ReliabilityReliable && s.qos.History == qos.HistoryKeepAll {
-		// A reliable publisher may wait for this queue slot (only a
-		// reliable KEEP_ALL subscription makes one wait: peerInfo.blocking).
+	if spaceWaits {
 		t.wakeSpace()
 	}
 	so := t.sampleOff(n)
 	smp.s, smp.n = s, n
-	smp.info.Offset = t.u64(so + sOffset).Load()
-	size := t.u64(so + sSize).Load()
-	smp.size = size // undeliverable checked it against the blocks
+	// Each form once, its block index before its offset: a form a late
+	// joiner adds meanwhile (addForm) is named only once it is filled,
+	// offset first, and a record's offset of a form it has no block of
+	// may be stale.
 	smp.hasHost = t.u32(so+sBlock).Load() != 0
 	smp.hasDev = t.u32(so+sDevBlock).Load() != 0
-	smp.devOff = t.u64(so + sDevOffset).Load()
+	if smp.hasHost {
+		smp.info.Offset = t.u64(so + sOffset).Load()
+	}
+	if smp.hasDev {
+		smp.devOff = t.u64(so + sDevOffset).Load()
+	}
+	size := t.u64(so + sSize).Load()
+	smp.size = size // undeliverable checked it against the blocks
 	smp.info.Sequence = t.u64(so + sSeq).Load()
 	smp.info.SourceTimestamp = time.Unix(0, int64(t.u64(so+sStamp).Load()))
 	copy(smp.info.Publisher[:], t.seg.Bytes(so+sGID, 16))
@@ -188,6 +205,10 @@ func (t *Topic) claim(slot uint32) (uint32, error) {
 		}
 		t.stepHook("claimed")
 		t.heldWord(slot, j).Store(n)
+		t.stepHook("heldword")
+		// Killed here, the slot's held count is one short of its entries:
+		// reclaim decrements it once per entry, so it wraps on a slot
+		// that is being freed (creation zeroes it; nothing reads it).
 		t.u32(so + eHeld).Add(1)
 		t.stepHook("held")
 		headW.And(^takingBit)

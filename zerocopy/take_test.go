@@ -20,7 +20,7 @@ import (
 
 func init() {
 	// taker TOPIC STEP: subscribe (KEEP_ALL), print "ready", and stop at
-	// STEP ("read", "claimed", "held") of the first lock-free take,
+	// STEP ("read", "claimed", "heldword", "held") of the first lock-free take,
 	// printing "at STEP", until killed.
 	testutil.Role("taker", func(a []string) error {
 		d, err := childDomain()
@@ -149,7 +149,7 @@ func TestTakeRacesEviction(t *testing.T) {
 // the take: its reference count stays right, and everything is freed in
 // the end.
 func TestRepairDuringTake(t *testing.T) {
-	for _, step := range []string{"read", "claimed", "held"} {
+	for _, step := range []string{"read", "claimed", "heldword", "held"} {
 		t.Run(step, func(t *testing.T) {
 			d := openDomain(t, nil)
 			topic := "/repair_take_" + step
@@ -306,7 +306,7 @@ func TestLockFreeTakeStress(t *testing.T) {
 // died too, the repair that runs before the reclaim counts that take's
 // sample once. The other subscriber gets every message.
 func TestTakerKilledMidTake(t *testing.T) {
-	for _, step := range []string{"read", "claimed", "held"} {
+	for _, step := range []string{"read", "claimed", "heldword", "held"} {
 		for _, withRepair := range []bool{false, true} {
 			name := step
 			if withRepair {
@@ -486,5 +486,185 @@ func saw(k *testutil.Child, want string) bool {
 		return strings.HasPrefix(l, want)
 	default:
 		return false
+	}
+}
+
+// A late-joining transient-local subscription that reads the other form of
+// a GPU topic's history sample makes that form under the lock while other
+// subscriptions take the same sample without it (deliverHistory, addForm).
+// Without a GPU every copy fails and the block is given back: a sample
+// that never has a device form must never be taken with one. (Before
+// addForm named a form's block only once it was filled, lock-free takes
+// captured such transient forms within seconds.)
+func TestTakeRacesLateJoinerForm(t *testing.T) {
+	d := openDomain(t, nil)
+	if _, err := d.gpu(); !errors.Is(err, ErrNotSupported) {
+		t.Skip("needs a machine without a GPU: every device copy must fail")
+	}
+	const depth = 64
+	tl := qos.Default()
+	tl.Durability = qos.DurabilityTransientLocal
+	tl.Depth = depth
+	p, err := d.NewPublisher(EndpointSpec{Topic: "/late_form", Type: "t/msg/T", QoS: tl, Memory: MemoryGPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.t.lay.poolKind != PoolGPU || p.t.dalloc == nil {
+		t.Fatalf("a GPU topic without a GPU has no device allocator (pool kind %v)", p.t.lay.poolKind)
+	}
+	a, err := d.NewSubscription(EndpointSpec{Topic: "/late_form", Type: "t/msg/T", QoS: tl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	late, err := d.NewSubscription(EndpointSpec{Topic: "/late_form", Type: "t/msg/T", QoS: tl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	tp := p.t
+	var stop, pause atomic.Bool
+	var runs atomic.Int64
+	done := make(chan error, 1)
+	go func() { // the late joiner's history delivery, over and over
+		for !stop.Load() {
+			if pause.Load() {
+				time.Sleep(10 * time.Microsecond)
+				continue
+			}
+			if err := tp.lock(); err != nil {
+				done <- err
+				return
+			}
+			err := tp.deliverHistory(late.slot, tl, flagWantsDevice)
+			tp.unlock()
+			if err != nil {
+				done <- err
+				return
+			}
+			runs.Add(1)
+		}
+		done <- nil
+	}()
+	seq, takes := uint64(0), 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		pause.Store(true)
+		for range depth {
+			seq++
+			publishSeq(t, p, seq)
+		}
+		pause.Store(false)
+		time.Sleep(50 * time.Microsecond)
+		for range depth {
+			smp, err := a.Take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			takes++
+			if smp.hasDev {
+				t.Fatalf("take %d: sample %d taken with a device form (at %d) it never kept", takes, smp.n, smp.devOff)
+			}
+			if got := seqOf(smp.Bytes()); got == 0 || got > seq {
+				t.Fatalf("take %d: payload sequence %d, published 1 … %d", takes, got, seq)
+			}
+			if err := smp.Return(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop.Store(true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() == 0 {
+		t.Fatal("the late joiner's history was never delivered during the takes")
+	}
+	if err := tp.alloc.Check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d takes against %d history deliveries", takes, runs.Load())
+}
+
+// The same at the one moment that matters, deterministically: while a
+// late joiner's history delivery makes the other form of a sample (the
+// block allocated, its copy not made), a lock-free take of that sample by
+// another subscription sees the sample without the form.
+func TestTakeDuringFormCopy(t *testing.T) {
+	d := openDomain(t, nil)
+	tl := qos.Default()
+	tl.Durability = qos.DurabilityTransientLocal
+	p, err := d.NewPublisher(EndpointSpec{Topic: "/form_copy", Type: "t/msg/T", QoS: tl, Memory: MemoryGPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.t.dalloc == nil {
+		t.Skip("the topic has no device pool here")
+	}
+	sub := func() *Subscription {
+		s, err := d.NewSubscription(EndpointSpec{Topic: "/form_copy", Type: "t/msg/T", QoS: tl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, late := sub(), sub()
+	for {
+		smp, err := late.Take()
+		if err != nil {
+			break
+		}
+		smp.Return()
+	}
+	publishSeq(t, p, 1)
+	tp := p.t
+	hooked := 0
+	var taken *Sample
+	formHook = func(n uint32) {
+		hooked++
+		// The take runs in another goroutine: the hook holds the topic lock,
+		// which a take that falls back to the locked path would wait for.
+		// (Return takes the lock: the sample goes back after the hook.)
+		got := make(chan error, 1)
+		go func() {
+			smp, err := a.Take()
+			if err == nil {
+				taken = smp
+				if smp.n != n {
+					err = fmt.Errorf("took sample %d, the form is made for %d", smp.n, n)
+				} else if smp.hasDev {
+					err = fmt.Errorf("sample %d taken with a device form while that form was being made", n)
+				}
+			}
+			got <- err
+		}()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Error("the take waited for the lock (it fell back to the locked path)")
+		}
+	}
+	defer func() { formHook = nil }()
+	if err := tp.lock(); err != nil {
+		t.Fatal(err)
+	}
+	herr := tp.deliverHistory(late.slot, tl, flagWantsDevice)
+	tp.unlock()
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	if hooked == 0 {
+		t.Fatal("the history delivery made no form")
+	}
+	if taken == nil {
+		t.Fatal("nothing was taken")
+	}
+	if err := taken.Return(); err != nil {
+		t.Fatal(err)
 	}
 }
