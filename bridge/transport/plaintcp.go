@@ -163,12 +163,19 @@ func (p *PlainTCP) newEndpoint(c *net.TCPConn) (Endpoint, error) {
 		p:     p,
 		conn:  c,
 		rc:    rc,
+		fd:    -1,
 		txq:   make([]plainFrame, 0, p.opts.QueueDepth),
 		rxbuf: make([]byte, 256<<10),
+	}
+	rc.Control(func(fd uintptr) { e.fd = int(fd) }) // the socket's, until conn.Close
+	if e.sl, err = NewSleeper(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("plaintcp: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		e.sl.Close()
 		c.Close()
 		return nil, ErrClosed
 	}
@@ -288,6 +295,8 @@ type plainEndpoint struct {
 	p    *PlainTCP
 	conn *net.TCPConn
 	rc   syscall.RawConn
+	fd   int      // the socket's descriptor, for Sleep
+	sl   *Sleeper // Sleep and Wake; closed before conn
 
 	mu sync.Mutex // guards everything below; held across progress
 	// txq holds posted frames not yet fully written, oldest first.
@@ -424,6 +433,29 @@ func (e *plainEndpoint) Flush(timeout time.Duration) error {
 	}
 }
 
+// Sleep implements Endpoint: it polls the socket for incoming bytes (and
+// for room to send while frames are queued).
+func (e *plainEndpoint) Sleep(timeout time.Duration) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	if len(e.pending) > 0 || e.err != nil {
+		e.mu.Unlock()
+		return nil // Poll has something to return
+	}
+	events := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
+	if len(e.txq) > 0 {
+		events |= unix.EPOLLOUT
+	}
+	e.mu.Unlock()
+	return e.sl.Sleep(e.fd, events, timeout)
+}
+
+// Wake implements Endpoint.
+func (e *plainEndpoint) Wake() { e.sl.Wake() }
+
 func (e *plainEndpoint) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -433,6 +465,7 @@ func (e *plainEndpoint) Close() error {
 	e.closed = true
 	e.txq = nil
 	e.mu.Unlock()
+	e.sl.Close() // before the socket closes
 	e.p.mu.Lock()
 	delete(e.p.endpoints, e)
 	e.p.mu.Unlock()

@@ -61,8 +61,11 @@ type core struct {
 
 	ep *C.struct_fid_ep
 	cq *C.struct_fid_cq
-	eq *C.struct_fid_eq // MSG endpoints: connection events
-	av *C.struct_fid_av // RDM endpoints: the peer's address
+	// waitFD is the completion queue's wait object (FI_WAIT_FD), what an
+	// idle owner sleeps on (sleep.go); -1 where the provider has none.
+	waitFD int
+	eq     *C.struct_fid_eq // MSG endpoints: connection events
+	av     *C.struct_fid_av // RDM endpoints: the peer's address
 	// peer is the destination of every write (FI_ADDR_UNSPEC when
 	// connected).
 	peer C.fi_addr_t
@@ -117,7 +120,7 @@ type core struct {
 // newCore creates, binds and enables an endpoint from info (for RDM,
 // info's source address names it), and posts its receives.
 func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) (*core, error) {
-	c := &core{p: p, mu: mu, peer: addrUnspec, rxDepth: rxDepth}
+	c := &core{p: p, mu: mu, peer: addrUnspec, rxDepth: rxDepth, waitFD: -1}
 	// One context per operation the provider says it can queue. (tcp in
 	// libfabric 1.17 takes more and never answers -FI_EAGAIN for a full
 	// queue: its transfer pool grows without bound; the contexts bound it.)
@@ -130,8 +133,8 @@ func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) 
 		return fail(fiError("fi_endpoint", int(-r), ""))
 	}
 	live.endpoints.Add(1)
-	if r := C.rg_cq_open(p.domain, C.size_t(c.txSlots+c.rxDepth+1024), &c.cq); r != 0 {
-		return fail(fiError("fi_cq_open", int(-r), ""))
+	if err := c.openCQ(); err != nil {
+		return fail(err)
 	}
 	if p.epType == epMsg {
 		if r := C.rg_eq_open(p.fabric, &c.eq); r != 0 {
@@ -660,23 +663,32 @@ func (c *core) closeAll() error {
 type Endpoint struct {
 	mu sync.Mutex
 	c  *core // guarded by mu
+	// sl sleeps on the completion queue's wait descriptor (sleep.go);
+	// closed before the queue is.
+	sl *transport.Sleeper
 }
 
 // newEndpoint creates an endpoint from info and tracks it in p.
 func (p *Provider) newEndpoint(info *C.struct_fi_info) (*Endpoint, error) {
-	e := &Endpoint{}
+	sl, err := transport.NewSleeper()
+	if err != nil {
+		return nil, fmt.Errorf("libfabric: %w", err)
+	}
+	e := &Endpoint{sl: sl}
 	rx := 8 // control messages only
 	if p.rxCQData {
 		rx = min(p.rxSize, 1024) // every immediate consumes one
 	}
 	c, err := p.newCore(&e.mu, info, rx)
 	if err != nil {
+		sl.Close()
 		return nil, err
 	}
 	e.c = c
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		sl.Close()
 		c.destroy()
 		return nil, transport.ErrClosed
 	}
@@ -826,6 +838,7 @@ func (e *Endpoint) Close() error {
 		}
 	}
 	c.closed = true
+	e.sl.Close() // before the queue and its descriptor go
 	err := c.release()
 	e.mu.Unlock()
 	c.p.mu.Lock()
