@@ -3,6 +3,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -62,6 +63,51 @@ type Waiter struct {
 }
 
 var waitvUnsupported atomic.Bool
+
+// fences counts this process's fences (FenceView). WaitFenced includes it
+// among its words: a sleeper on a word of a mapping that was fenced since
+// can no longer be woken through that word (the wake reaches the new
+// zero pages, not the futex it sleeps on), so it is woken through this
+// one and re-checks.
+var fences atomic.Uint32
+
+// Fences is the fence count now: read it before checking the conditions
+// a WaitFenced waits for, and pass it.
+func Fences() uint32 { return fences.Load() }
+
+// FenceSlice is the longest WaitFenced sleeps where the kernel has no
+// futex_waitv (a single futex cannot include the fence word): its caller
+// then notices a fence at its next check.
+const FenceSlice = 500 * time.Millisecond
+
+// WaitFenced is WaitMany over ws and the fence count, with seen its value
+// from Fences before the caller checked its conditions: it also returns
+// when this process fenced a mapping since, so a wait needs no slices to
+// notice one (an idle waiter makes no wake-ups). Without futex_waitv it
+// waits at most FenceSlice, whatever timeout is (then ErrTimeout).
+// Callers re-check their conditions and their own deadline.
+func WaitFenced(ws []Waiter, seen uint32, timeout time.Duration) error {
+	probeWaitv.Do(probe)
+	if waitvUnsupported.Load() {
+		if timeout < 0 || timeout > FenceSlice {
+			timeout = FenceSlice
+		}
+		return WaitMany(ws, timeout)
+	}
+	all := append(ws[:len(ws):len(ws)], Waiter{Word: &fences, Val: seen})
+	return WaitMany(all, timeout)
+}
+
+var probeWaitv sync.Once
+
+// probe finds out once whether the kernel has futex_waitv, with a wait
+// that returns at once where it has (the word differs from the value).
+func probe() {
+	var w atomic.Uint32
+	if errors.Is(waitv([]Waiter{{Word: &w, Val: 1}}, nil, nil), errNoWaitv) {
+		waitvUnsupported.Store(true)
+	}
+}
 
 // WaitMany blocks until any of the words differs from its value (checked
 // atomically by the kernel, so a wake between the caller's check and the

@@ -312,13 +312,17 @@ func InRange(b []byte, addr uintptr) bool {
 // instead of faulting. The segment is unusable afterwards except to Close.
 func (s *Segment) Fence() error { return FenceView(s.data) }
 
-// FenceView does what Fence does for a view (ReadOnlyView).
+// FenceView does what Fence does for a view (ReadOnlyView). It then wakes
+// every WaitFenced of this process: a sleeper on a word of the view can no
+// longer be woken through it.
 func FenceView(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
 	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	fences.Add(1)
+	WakeAll(&fences)
 	return err
 }
 
