@@ -145,8 +145,11 @@ type peer struct {
 	writers  map[uint32]*writerLink // rings the peer owns and we write (its ids)
 	// live is one of conns (nil: none, or the bridge is closing), set under
 	// Bridge.mu whenever conns changes: links read it without taking mu.
-	live      atomic.Pointer[control.Conn]
-	nextRing  uint32
+	live     atomic.Pointer[control.Conn]
+	nextRing uint32
+	// doorbell: the peer's daemon answers msgDoze (its hello announced
+	// featureDoorbell); read by reader links' rails.
+	doorbell  atomic.Bool
 	upSince   time.Time
 	downSince time.Time // zero while connected
 	refused   uint64    // control messages refused

@@ -300,13 +300,38 @@ func (l *readerLink) start(a *ringAccept) error {
 	l.wbPending, l.wbPosted = false, 0 // new endpoints count their writes from 0
 	k := len(l.eps)
 	l.railImms, l.railPos, l.heads, l.has = make([][]uint64, k), make([]int, k), make([]uint64, k), make([]bool, k)
+	bell := railBell{doze: l.dozer(l.offerNo)}
 	if l.cfg.Mode == ring.WriteTwice {
-		l.startRails(true, tail) // rail 0's pump reads the tail slot
+		l.startRails(true, tail, bell) // rail 0's pump reads the tail slot
 	} else {
-		l.startRails(true, nil)
+		l.startRails(true, nil, bell)
 	}
 	l.b.log.Info("data link up (reader)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", k, "restart", a.Restart)
 	return nil
+}
+
+// dozer is the doorbell's doze hook of the link of offer: it sends
+// msgDoze on the peer's live control connection, if the peer answers
+// dozes (railidle.go). It runs on a rail's pump.
+func (l *readerLink) dozer(offer uint64) func(rail int, seq, imms uint64) bool {
+	return func(rail int, seq, imms uint64) bool {
+		c := l.p.live.Load()
+		if c == nil || !l.p.doorbell.Load() {
+			return false
+		}
+		return l.b.send(c, msgDoze, dozeMsg{Ring: l.id, Offer: offer, Rail: rail, Seq: seq, Imms: imms})
+	}
+}
+
+// onWake is the writer's doorbell: the rail it names polls again. A wake
+// about another link is dropped.
+func (l *readerLink) onWake(m *wakeMsg) {
+	l.mb.mu.Lock()
+	cur := l.mb.current(m.Offer, false)
+	l.mb.mu.Unlock()
+	if rs := l.railsNow.Load(); cur && rs != nil && m.Rail < len(rs.rails) {
+		rs.rails[m.Rail].kickPump()
+	}
 }
 
 // pump receives what the rails landed, delivers it, and writes Head
@@ -381,7 +406,7 @@ func (l *readerLink) pump() (pace, time.Duration, error) {
 	case len(l.placing) > 0 && l.placing[0].c != nil:
 		return pacePoll, 0, nil // a device copy: its completion wakes nobody
 	}
-	return paceWait, 100 * time.Millisecond, nil // the rails and copy workers wake the link
+	return paceWait, linkIdle, nil // the rails and copy workers wake the link
 }
 
 // receive takes the records whose immediates the rails received, in ring
