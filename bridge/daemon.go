@@ -116,6 +116,7 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 	}
 	ecfg := f.engine
 	ecfg.Domain = uint32(dom)
+	ecfg.JanitorPeriod = DaemonJanitorPeriod
 	d := DaemonOptions{Pool: gpupool.ServerConfig{Prefix: ecfg.Prefix, Domain: ecfg.Domain, AllowGroup: -1, Idle: *f.idle}}
 	if *f.group != "" {
 		gid, err := lookupGroup(*f.group)

@@ -48,26 +48,62 @@ type pubSummary struct {
 // process has open) is found by checking, every watchPeriod, whether the
 // processes that owned endpoints at the last scan still run: a cost per
 // process, not per topic, so an idle daemon of a thousand topics stays
-// idle.
+// idle. The graph generation is waited for by a goroutine of its own
+// (awaitGraph) in one kernel wait that lasts while the graph stands
+// still; the periodic check runs on a timer, so an idle watcher enters
+// no blocking system call (each would keep the Go runtime's monitor
+// thread polling for up to 10 ms).
 func (b *Bridge) watchGraph() {
 	defer b.wg.Done()
-	gc := b.dom.NewGraphCondition()
-	items := []zerocopy.Waitable{gc}
-	ready := make([]bool, 1)
+	changed := make(chan struct{}, 1)
+	gc := b.dom.NewGraphCondition() // before the first scan: no move is missed
+	stop := b.dom.NewGuardCondition()
+	defer stop.Close()
+	waiter := make(chan struct{})
+	go func() {
+		defer close(waiter)
+		b.awaitGraph(gc, stop, changed)
+	}()
+	defer func() {
+		stop.Trigger()
+		<-waiter
+	}()
+	tick := time.NewTicker(watchPeriod)
+	defer tick.Stop()
 	for {
-		gc.Reset()
 		owners, ok := b.refreshLocal()
+	wait:
 		for {
 			select {
 			case <-b.quit:
 				return
-			default:
+			case <-changed:
+				break wait
+			case <-tick.C:
+				b.expirePeers()
+				if !ok || !owners.alive() {
+					break wait
+				}
 			}
-			zerocopy.Wait(items, ready, watchPeriod, 0)
-			b.expirePeers()
-			if !ok || gc.Ready() || !owners.alive() {
-				break
-			}
+		}
+	}
+}
+
+// awaitGraph signals changed (coalescing) whenever the domain's graph
+// generation moves, until stop is triggered. It acknowledges each move
+// before it signals, so a move during the watcher's scan is signalled
+// again.
+func (b *Bridge) awaitGraph(gc *zerocopy.GraphCondition, stop *zerocopy.GuardCondition, changed chan<- struct{}) {
+	items := []zerocopy.Waitable{gc, stop}
+	ready := make([]bool, len(items))
+	for {
+		if err := zerocopy.Wait(items, ready, -1, 0); err != nil || stop.Ready() {
+			return
+		}
+		gc.Reset()
+		select {
+		case changed <- struct{}{}:
+		default:
 		}
 	}
 }
