@@ -447,3 +447,46 @@ func TestOpenRefusesUntrusted(t *testing.T) {
 	}
 	s.Close()
 }
+
+// startTime reads field 22 of /proc/<pid>/stat without allocating (but
+// under the race detector): the
+// same value a plain parse gives, for this process and for one whose
+// command name holds spaces and parentheses; a process that is gone has
+// none.
+func TestStartTime(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "x) (y z")
+	if err := os.Symlink("/bin/sleep", odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep(1) to run: %v", err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	plain := func(pid int) uint64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		var v uint64
+		fmt.Sscan(f[19], &v)
+		return v
+	}
+	for _, pid := range []int{os.Getpid(), cmd.Process.Pid} {
+		got, ok := startTime(uint32(pid))
+		if want := plain(pid); !ok || got != want || got == 0 {
+			t.Errorf("pid %d: start time %d (%v), want %d", pid, got, ok, want)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { startTime(uint32(os.Getpid())) }); n != 0 && !raceEnabled {
+		t.Errorf("startTime allocates %v times", n)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if st, ok := startTime(uint32(cmd.Process.Pid)); ok {
+		t.Errorf("a reaped process has start time %d", st)
+	}
+}
