@@ -141,6 +141,10 @@ type Bridge struct {
 	interest atomic.Pointer[map[string]topicInterest]
 	// scans counts the graph watcher's reads of the local graph.
 	scans atomic.Uint64
+	// burst wakes the trimmer (memtrim.go); trims counts its returns of
+	// free heap to the system.
+	burst chan struct{}
+	trims atomic.Uint64
 }
 
 // peer is one remote daemon, by host id.
@@ -251,7 +255,7 @@ func New(opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
 	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
-		quit: make(chan struct{}), peers: map[string]*peer{},
+		quit: make(chan struct{}), burst: make(chan struct{}, 1), peers: map[string]*peer{},
 		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
 	if err := b.startControl(); err != nil {
@@ -262,8 +266,9 @@ func New(opts Options) (*Bridge, error) {
 		b.Close()
 		return nil, err
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.watchGraph()
+	go b.trimLoop()
 	log.Info("bridge started", "host", hostID, "listen", b.ControlAddr(), "provider", prov.Name(),
 		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "rails", opts.Rails, "per_topic", opts.PerTopic)
 	return b, nil

@@ -132,6 +132,7 @@ func (o owners) alive() bool {
 // the graph (the watcher tries again).
 func (b *Bridge) refreshLocal() (owners, bool) {
 	b.scans.Add(1)
+	b.noteBurst()
 	eps, err := b.dom.AllEndpoints()
 	if err != nil {
 		b.log.Warn("reading the local graph", "err", err)
@@ -149,14 +150,15 @@ func (b *Bridge) refreshLocal() (owners, bool) {
 		g.Nodes = append(g.Nodes, graphNode{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
 	}
 	seen := owners{}
+	var in interner
 	for _, ep := range eps {
 		seen[[2]uint64{uint64(ep.Pid), ep.Start}] = struct{}{}
 		if ep.Republish {
 			continue
 		}
 		dev := ep.Memory == zerocopy.MemoryGPU // reads device memory, from either pool
-		g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
-			Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
+		g.Endpoints = append(g.Endpoints, in.endpoint(graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
+			Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path}))
 		if ep.Kind == zerocopy.KindSubscription {
 			in, ok := interest[ep.Topic]
 			if !ok {
@@ -287,4 +289,37 @@ func (b *Bridge) sendLocal(conns []*control.Conn, interest, graph bool) {
 			b.sendStatement(c, msgGraph, g)
 		}
 	}
+}
+
+// interner shares the strings and QoS encodings that many endpoints of a
+// graph have in common (topic, type, type hash, node, path: a thousand
+// topics read by eight processes repeat each eight times), so a graph of
+// thousands of endpoints holds each distinct value once.
+type interner struct {
+	strs map[string]string
+	qos  map[string][]byte
+}
+
+func (in *interner) str(s string) string {
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	if in.strs == nil {
+		in.strs, in.qos = map[string]string{}, map[string][]byte{}
+	}
+	in.strs[s] = s
+	return s
+}
+
+// endpoint interns e's repeated fields (graph QoS bytes are never written
+// after they are made, so endpoints may share them).
+func (in *interner) endpoint(e graphEndpoint) graphEndpoint {
+	e.Topic, e.Type, e.TypeHash, e.Kind = in.str(e.Topic), in.str(e.Type), in.str(e.TypeHash), in.str(e.Kind)
+	e.Node, e.Path = in.str(e.Node), in.str(e.Path)
+	if q, ok := in.qos[string(e.QoS)]; ok {
+		e.QoS = q
+	} else {
+		in.qos[string(e.QoS)] = e.QoS
+	}
+	return e
 }

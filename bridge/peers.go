@@ -387,6 +387,7 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 // applyInterest takes a peer's interest statement (whole, or assembled
 // from its parts).
 func (b *Bridge) applyInterest(host string, m interestMsg) error {
+	b.noteBurst()
 	if err := m.validate(); err != nil {
 		return err
 	}
@@ -406,6 +407,7 @@ func (b *Bridge) applyInterest(host string, m interestMsg) error {
 // applyGraph takes a peer's graph statement (whole, or assembled from its
 // parts).
 func (b *Bridge) applyGraph(host string, g graphMsg) error {
+	b.noteBurst()
 	if err := g.validate(); err != nil {
 		return err
 	}
@@ -413,6 +415,10 @@ func (b *Bridge) applyGraph(host string, g graphMsg) error {
 		if _, err := qos.Decode(ep.QoS); err != nil {
 			return fmt.Errorf("%w: endpoint %s of %s: %v", control.ErrProtocol, ep.GID, ep.Topic, err)
 		}
+	}
+	var in interner
+	for i := range g.Endpoints {
+		g.Endpoints[i] = in.endpoint(g.Endpoints[i])
 	}
 	b.mu.Lock()
 	changed := false

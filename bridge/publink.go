@@ -321,6 +321,7 @@ func (l *writerLink) restartMessage() {
 // and retires the ones no longer wanted (or whose QoS must change: the new
 // subscription is opened once the old one has drained).
 func (l *writerLink) applyWanted() {
+	l.b.noteBurst()
 	for name, ot := range l.topics {
 		w, ok := l.curWant[name]
 		removing := !ok || w != ot.want

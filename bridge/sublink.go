@@ -182,17 +182,12 @@ func (l *readerLink) open(*inbox) error {
 			mem.Close()
 			return fmt.Errorf("registering the write-back word: %w", err)
 		}
+		// The ring's pages are faulted in as records first land in them
+		// (RSS grows with what has passed through the ring, up to its
+		// size), and it is pinned for the GPU only when a topic is first
+		// delivered to device memory (pinRing): a daemon whose readers use
+		// no GPU never loads CUDA.
 		l.cfg, l.mem, l.wb = cfg, mem, wb
-		if unpin, err := b.dom.PinHost(mem.Bytes()); err == nil {
-			l.unpin = unpin // GPU present: copies out of the ring run at pinned speed
-		} else {
-			// Fault the pages in once now rather than on the first pass
-			// of the writer (this is set-up, not the protocol's zeroing).
-			rb := mem.Bytes()
-			for i := 0; i < len(rb); i += 4096 {
-				rb[i] = 0
-			}
-		}
 	}
 	c := l.p.live.Load()
 	if c == nil {
@@ -476,6 +471,7 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 		}
 	}
 	t := &inTopic{name: m.Topic, typ: m.Type, q: q}
+	l.b.noteBurst()
 	if _, ok := l.pubs[m.Topic]; !ok && len(l.pubs) >= MaxTopicsPerPeer {
 		// Each topic is a publisher (a shared-memory segment) here.
 		t.err = fmt.Errorf("%w: ring %d delivers %d topics already, at most %d", ErrLimit, l.id, len(l.pubs), MaxTopicsPerPeer)
@@ -486,6 +482,7 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 	if l.b.localInterest(m.Topic).GPU {
 		if _, err := l.b.dom.GPU(); err == nil {
 			mem = zerocopy.MemoryGPU
+			l.pinRing()
 		}
 	}
 	pub, err := l.b.dom.NewPublisher(zerocopy.EndpointSpec{Topic: m.Topic, Type: m.Type, Node: BridgeNode, QoS: q, Memory: mem, Republish: true})
@@ -498,6 +495,22 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 	}
 	l.pubs[m.Topic] = t
 	return t
+}
+
+// pinRing page-locks the ring for the GPU, once, before the first
+// device loan is filled from it: copies out of pinned memory run at
+// full DMA speed (an unpinned ring works, slower). It faults the whole
+// ring in. Records may land meanwhile: pinning moves no page.
+func (l *readerLink) pinRing() {
+	if l.unpin != nil || l.mem == nil {
+		return
+	}
+	unpin, err := l.b.dom.PinHost(l.mem.Bytes())
+	if err != nil {
+		l.b.log.Warn("pinning the ring for device copies (they run from pageable memory)", "peer", l.host, "ring", l.id, "err", err)
+		return
+	}
+	l.unpin = unpin
 }
 
 func (l *readerLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
