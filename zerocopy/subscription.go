@@ -296,7 +296,7 @@ func (s *Subscription) wait(timeout time.Duration) (err error) {
 			}
 		}
 		t.pubWaiters.Add(1)
-		shm.WaitFenced([]shm.Waiter{{Word: t.pubSeq, Val: seen}}, fenced, left)
+		shm.WaitFenced1(t.pubSeq, seen, fenced, left)
 		t.pubWaiters.Add(^uint32(0))
 	}
 }

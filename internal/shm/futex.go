@@ -94,8 +94,40 @@ func WaitFenced(ws []Waiter, seen uint32, timeout time.Duration) error {
 		}
 		return WaitMany(ws, timeout)
 	}
-	all := append(ws[:len(ws):len(ws)], Waiter{Word: &fences, Val: seen})
-	return WaitMany(all, timeout)
+	if len(ws) >= MaxWaitMany {
+		all := append(ws[:len(ws):len(ws)], Waiter{Word: &fences, Val: seen})
+		return WaitMany(all, timeout)
+	}
+	return waitvFor(ws, Waiter{Word: &fences, Val: seen}, timeout)
+}
+
+// WaitFenced1 is WaitFenced on one word, without allocating (a subscriber
+// waits once for each message it sleeps for).
+func WaitFenced1(w *atomic.Uint32, val, seen uint32, timeout time.Duration) error {
+	probeWaitv.Do(probe)
+	if waitvUnsupported.Load() {
+		if timeout < 0 || timeout > FenceSlice {
+			timeout = FenceSlice
+		}
+		return Wait(w, val, timeout)
+	}
+	ws := [1]Waiter{{Word: w, Val: val}}
+	return waitvFor(ws[:], Waiter{Word: &fences, Val: seen}, timeout)
+}
+
+// waitvFor is one futex_waitv over ws and extra (len(ws) < MaxWaitMany)
+// for timeout (negative: none).
+func waitvFor(ws []Waiter, extra Waiter, timeout time.Duration) error {
+	var ts unix.Timespec
+	var deadline *unix.Timespec
+	if timeout >= 0 {
+		// futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
+		var now unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		ts = unix.NsecToTimespec(now.Nano() + int64(timeout))
+		deadline = &ts
+	}
+	return waitv(ws, &extra, deadline)
 }
 
 var probeWaitv sync.Once
@@ -155,16 +187,16 @@ func WaitMany(ws []Waiter, timeout time.Duration) error {
 // errNoWaitv: the kernel (or a seccomp profile) has no futex_waitv.
 var errNoWaitv = errors.New("no futex_waitv")
 
-// waitv is one futex_waitv over ws and, unless nil, the word extra with
-// value 0 (len(ws) < MaxWaitMany then), until deadline (nil: none).
-func waitv(ws []Waiter, extra *atomic.Uint32, deadline *unix.Timespec) error {
+// waitv is one futex_waitv over ws and, unless nil, extra (len(ws) <
+// MaxWaitMany then), until deadline (nil: none).
+func waitv(ws []Waiter, extra *Waiter, deadline *unix.Timespec) error {
 	var arr [MaxWaitMany]futexWaitv
 	for i, w := range ws {
 		arr[i] = futexWaitv{val: uint64(w.Val), uaddr: uint64(uintptr(unsafe.Pointer(w.Word))), flags: futex2U32}
 	}
 	n := len(ws)
 	if extra != nil {
-		arr[n] = futexWaitv{uaddr: uint64(uintptr(unsafe.Pointer(extra))), flags: futex2U32}
+		arr[n] = futexWaitv{val: uint64(extra.Val), uaddr: uint64(uintptr(unsafe.Pointer(extra.Word))), flags: futex2U32}
 		n++
 	}
 	_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(n), 0, uintptr(unsafe.Pointer(deadline)), unix.CLOCK_MONOTONIC, 0)
@@ -193,7 +225,7 @@ func waitBatches(ws []Waiter, deadline *unix.Timespec) error {
 	var first error
 	done := make(chan struct{})
 	run := func(batch []Waiter) {
-		err := waitv(batch, cancel, deadline)
+		err := waitv(batch, &Waiter{Word: cancel}, deadline)
 		if cancel.CompareAndSwap(0, 1) {
 			first = err // read after every batch is done
 			WakeAll(cancel)
