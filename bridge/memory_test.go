@@ -54,7 +54,8 @@ func resident(t *testing.T, b []byte) int {
 
 // The ring a daemon reads is faulted in as records land in it, not at
 // link-up: after a few small messages most of it is not resident; the
-// pages a burst wrote are.
+// pages a burst wrote are; once a stream has passed the first step, the
+// rest is faulted in ahead of it.
 func TestRingFaultedLazily(t *testing.T) {
 	for _, prov := range []string{"tcp", "fabric:tcp"} {
 		t.Run(prov, func(t *testing.T) {
@@ -86,6 +87,12 @@ func TestRingFaultedLazily(t *testing.T) {
 			if n := resident(t, ring); n < (4<<20)/os.Getpagesize() {
 				t.Errorf("after 4 MiB went through the ring only %d of its pages are resident", n)
 			}
+			// A stream past the first step has the ring faulted in ahead
+			// of it (populateAhead), up to its end.
+			send(4, 512<<10)
+			testutil.Eventually(t, 20*time.Second, "the ring is faulted in ahead of a stream", func() bool {
+				return resident(t, ring) == pages
+			})
 		})
 	}
 }

@@ -19,7 +19,10 @@ import (
 // completion-queue descriptor, the plain TCP socket), which the peer's
 // bytes, a bye, or a kick (writes queued, another rail's traffic, the
 // link closing) end. A pump that expects nothing (a writer's rail with
-// nothing in flight) sleeps at once after railSpin.
+// nothing in flight) waits for a kick at once after railSpin: nothing
+// comes from the reader unasked but the head write-backs of records in
+// flight, which keep its rail 0 polling, and the peer's death is found
+// by the control connection's heartbeats.
 //
 // An endpoint without a wait object (libfabric shm in 1.17) cannot sleep
 // so. A reader's rail then asks its writer for a doorbell: after
@@ -29,9 +32,7 @@ import (
 // else with its next one (writerBell). The count closes the race between
 // a doze and a record already on its way; the doze's number lets the
 // writer ignore one overtaken by a newer (the two may travel on different
-// control connections). A writer's rail without a wait object sleeps on
-// its kick alone: nothing comes from the reader unasked but the head
-// write-backs of records in flight, which keep its rail 0 polling.
+// control connections).
 //
 // No sleep lasts longer than railSafety: should a wake not come (none
 // should), the pump finds the traffic then; such finds are counted
@@ -49,7 +50,7 @@ const (
 	// railDoze is how long a rail that expects traffic backs off before it
 	// sleeps in the kernel; railDoorbell the same for a reader's rail that
 	// needs a doorbell (two control messages per quiet spell).
-	railDoze     = 2 * time.Millisecond
+	railDoze     = 10 * time.Millisecond
 	railDoorbell = 20 * time.Millisecond
 	// railSafety bounds every sleep of a pump.
 	railSafety = time.Second
@@ -102,15 +103,18 @@ func (r *rail) dozeAfter() time.Duration {
 	return railSafety // no way to sleep: keep polling (see sleep)
 }
 
-// sleep is an idle pump's wait: in the kernel where the endpoint can,
-// else for a kick (a reader's rail after announcing a doze; a rail that
-// expects traffic and has no doorbell keeps polling at its backoff's
-// slowest pace).
+// sleep is an idle pump's wait. A rail that expects traffic sleeps in the
+// kernel where its endpoint can, else, a reader's, for a kick after
+// announcing a doze (one with no doorbell keeps polling at its backoff's
+// slowest pace). A rail that expects nothing waits for a kick alone: a
+// channel receive costs no system call, where a sleep in the kernel costs
+// a few at each end, and a writer's rail goes idle between the records of
+// a stream.
 func (r *rail) sleep(expect bool, timer *time.Timer) bool {
 	if r.kicked() {
 		return true
 	}
-	if r.idle.canSleep {
+	if expect && r.idle.canSleep {
 		r.asleep.Store(true)
 		r.set.sleeps.Add(1)
 		err := r.ep.Sleep(railSafety)

@@ -77,6 +77,9 @@ type railSet struct {
 	doze                      func(rail int, seq, imms uint64) bool
 	ring                      func(rail int, seq uint64)
 	sleeps, dozed, rung, late atomic.Uint64
+	// moves counts the pumps' passes that moved something (the trimmer
+	// waits for a spell without any, memtrim.go).
+	moves atomic.Uint64
 }
 
 // rail is one connection of a link and its pump.
@@ -345,6 +348,7 @@ func (r *rail) run() {
 		}
 		r.idle.timedOut = false
 		if moved {
+			s.moves.Add(1)
 			r.idle.dozing = false
 			spins = 0
 			r.active = time.Now()
