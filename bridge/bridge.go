@@ -86,7 +86,8 @@ type Options struct {
 	// BusyPoll is how long an idle link keeps polling its transport (and
 	// a writer its subscriptions) before it starts to sleep: lower latency
 	// for a core's worth of CPU per ring side. 0: a few yields, then
-	// sleeps growing to 200 µs.
+	// sleeps growing to 200 µs; after 10 ms without traffic a rail sleeps
+	// until its peer's bytes come (railidle.go).
 	BusyPoll time.Duration
 	// PeerExpiry is how long a disconnected peer's subscriptions are kept
 	// (messages for it keep queueing, so a peer that comes back loses
