@@ -38,6 +38,14 @@ const (
 	// maxInFlight bounds the records a writer has committed and not yet
 	// seen acknowledged: each needs a header slot in registered memory.
 	maxInFlight = 4096
+	// DaemonJanitorPeriod is how often rgapsd's engine janitor runs
+	// (zerocopy.Config.JanitorPeriod, set by DaemonFlags.Options; other
+	// processes keep 100 ms): a pass over a thousand open topics costs
+	// about a millisecond, 1% of a core at 100 ms. The topics the bridge
+	// has open are open in the processes it serves too, whose janitors
+	// reclaim their dead peers as before, and a publisher waiting for
+	// room reclaims by itself.
+	DaemonJanitorPeriod = time.Second
 )
 
 // Options configure a Bridge.
@@ -78,7 +86,8 @@ type Options struct {
 	// BusyPoll is how long an idle link keeps polling its transport (and
 	// a writer its subscriptions) before it starts to sleep: lower latency
 	// for a core's worth of CPU per ring side. 0: a few yields, then
-	// sleeps growing to 200 µs.
+	// sleeps growing to 200 µs; after 10 ms without traffic a rail sleeps
+	// until its peer's bytes come (railidle.go).
 	BusyPoll time.Duration
 	// PeerExpiry is how long a disconnected peer's subscriptions are kept
 	// (messages for it keep queueing, so a peer that comes back loses
@@ -133,6 +142,10 @@ type Bridge struct {
 	interest atomic.Pointer[map[string]topicInterest]
 	// scans counts the graph watcher's reads of the local graph.
 	scans atomic.Uint64
+	// burst wakes the trimmer (memtrim.go); trims counts its returns of
+	// free heap to the system.
+	burst chan struct{}
+	trims atomic.Uint64
 }
 
 // peer is one remote daemon, by host id.
@@ -145,8 +158,11 @@ type peer struct {
 	writers  map[uint32]*writerLink // rings the peer owns and we write (its ids)
 	// live is one of conns (nil: none, or the bridge is closing), set under
 	// Bridge.mu whenever conns changes: links read it without taking mu.
-	live      atomic.Pointer[control.Conn]
-	nextRing  uint32
+	live     atomic.Pointer[control.Conn]
+	nextRing uint32
+	// doorbell: the peer's daemon answers msgDoze (its hello announced
+	// featureDoorbell); read by reader links' rails.
+	doorbell  atomic.Bool
 	upSince   time.Time
 	downSince time.Time // zero while connected
 	refused   uint64    // control messages refused
@@ -240,7 +256,7 @@ func New(opts Options) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
 	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
-		quit: make(chan struct{}), peers: map[string]*peer{},
+		quit: make(chan struct{}), burst: make(chan struct{}, 1), peers: map[string]*peer{},
 		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
 	if err := b.startControl(); err != nil {
@@ -251,8 +267,9 @@ func New(opts Options) (*Bridge, error) {
 		b.Close()
 		return nil, err
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.watchGraph()
+	go b.trimLoop()
 	log.Info("bridge started", "host", hostID, "listen", b.ControlAddr(), "provider", prov.Name(),
 		"ring", opts.RingSize, "mode", opts.Mode.String(), "watermark", opts.Watermark.String(), "rails", opts.Rails, "per_topic", opts.PerTopic)
 	return b, nil

@@ -98,7 +98,7 @@ func BindFlags(fs *flag.FlagSet, engine zerocopy.Config) *DaemonFlags {
 		mode:       fs.String("mode", "write-imm", "bridge: signalling: write-imm (RDMA write with immediate) or write-twice (data write, then tail write)"),
 		watermark:  fs.String("watermark", "0", "bridge: head write-back watermark: 0 (every record), 1/8, 1/4, 1/2"),
 		rails:      fs.String("rails", "", "bridge: connections each ring is written over at once, 1…16, or auto (default: the config's rails, else auto: one per 4 cores, at most 4, for TCP-based providers; 1 otherwise)"),
-		busyPoll:   fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs)"),
+		busyPoll:   fs.Duration("busy-poll", 0, "bridge: how long idle links keep polling before they sleep (lower latency for CPU; default: a few yields, then sleeps up to 200µs, and in the kernel after 10ms without traffic)"),
 		noChunking: fs.Bool("no-chunking", false, "bridge: refuse (log and count) messages larger than one ring record instead of splitting them"),
 		perTopic:   fs.Bool("per-topic", false, "bridge: one ring (and transfer goroutines) per topic instead of one per host pair"),
 		maxPeers:   fs.Int("max-peers", DefaultMaxPeers, "bridge: most peer daemons (host ids) known at once; more are refused"),
@@ -116,6 +116,7 @@ func (f *DaemonFlags) Options(lookupGroup func(string) (int, error)) (DaemonOpti
 	}
 	ecfg := f.engine
 	ecfg.Domain = uint32(dom)
+	ecfg.JanitorPeriod = DaemonJanitorPeriod
 	d := DaemonOptions{Pool: gpupool.ServerConfig{Prefix: ecfg.Prefix, Domain: ecfg.Domain, AllowGroup: -1, Idle: *f.idle}}
 	if *f.group != "" {
 		gid, err := lookupGroup(*f.group)

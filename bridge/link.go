@@ -173,8 +173,10 @@ type link struct {
 	items    []zerocopy.Waitable
 	ready    []bool
 
-	// railsNow is rails, for tests that break a rail from outside.
+	// railsNow is rails, for tests that break a rail from outside; passes
+	// counts the goroutine's passes (tests: an idle link makes none).
 	railsNow atomic.Pointer[railSet]
+	passes   atomic.Uint64
 }
 
 func (l *link) init(b *Bridge, p *peer, id uint32, only string, role linkRole, poll pollPolicy) {
@@ -228,6 +230,22 @@ type inbox struct {
 	accept  *ringAccept          // reader: the writer's answer to the current offer
 	want    map[string]wantedTopic
 	wantSet bool // writer: want is new
+	// dozes (writer): the reader's newest doze of each rail that sent one
+	// (railidle.go), for the current link.
+	dozes []dozeMsg
+}
+
+// addDoze keeps d unless a newer doze of its rail is pending.
+func (in *inbox) addDoze(d dozeMsg) {
+	for i := range in.dozes {
+		if in.dozes[i].Rail == d.Rail {
+			if d.Seq > in.dozes[i].Seq {
+				in.dozes[i] = d
+			}
+			return
+		}
+	}
+	in.dozes = append(in.dozes, d)
 }
 
 // pendingOffer is an offer a writer link is to answer.
@@ -341,6 +359,7 @@ func (l *link) run() {
 	defer l.b.wg.Done()
 	defer l.shutdown()
 	for {
+		l.passes.Add(1)
 		in := l.mb.take(l.state)
 		if in.stop {
 			return
@@ -448,9 +467,9 @@ func (l *link) setOffer(offer uint64) {
 }
 
 // startRails hands the endpoints to pumps of their own (rails.go); word
-// is what rail 0's pump watches.
-func (l *link) startRails(reader bool, word []byte) {
-	l.rails = newRails(l.eps, reader, l.poll, word, l.mb.poke)
+// is what rail 0's pump watches, bell the doorbell's hooks (railidle.go).
+func (l *link) startRails(reader bool, word []byte, bell railBell) {
+	l.rails = newRails(l.eps, reader, l.poll, word, l.mb.poke, bell)
 	l.railsNow.Store(l.rails)
 }
 
@@ -497,8 +516,15 @@ func (l *link) waitTime() time.Duration {
 	if l.state == linkOffered || l.state == linkConnected {
 		return max(time.Until(l.deadline), 0)
 	}
-	return 100 * time.Millisecond
+	return linkIdle
 }
+
+// linkIdle is how long an idle link waits for its wake: without limit.
+// Everything it waits for wakes it (every post to its mailbox, a rail
+// that got something, a copy worker that finished, a bridge subscription
+// that got a sample), so an idle link makes no passes of its own (§3.9
+// "Idle links").
+const linkIdle time.Duration = -1
 
 // wait waits for the wake (and the role's waitables) up to d.
 func (l *link) wait(d time.Duration) {

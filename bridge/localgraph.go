@@ -48,26 +48,62 @@ type pubSummary struct {
 // process has open) is found by checking, every watchPeriod, whether the
 // processes that owned endpoints at the last scan still run: a cost per
 // process, not per topic, so an idle daemon of a thousand topics stays
-// idle.
+// idle. The graph generation is waited for by a goroutine of its own
+// (awaitGraph) in one kernel wait that lasts while the graph stands
+// still; the periodic check runs on a timer, so an idle watcher enters
+// no blocking system call (each would keep the Go runtime's monitor
+// thread polling for up to 10 ms).
 func (b *Bridge) watchGraph() {
 	defer b.wg.Done()
-	gc := b.dom.NewGraphCondition()
-	items := []zerocopy.Waitable{gc}
-	ready := make([]bool, 1)
+	changed := make(chan struct{}, 1)
+	gc := b.dom.NewGraphCondition() // before the first scan: no move is missed
+	stop := b.dom.NewGuardCondition()
+	defer stop.Close()
+	waiter := make(chan struct{})
+	go func() {
+		defer close(waiter)
+		b.awaitGraph(gc, stop, changed)
+	}()
+	defer func() {
+		stop.Trigger()
+		<-waiter
+	}()
+	tick := time.NewTicker(watchPeriod)
+	defer tick.Stop()
 	for {
-		gc.Reset()
 		owners, ok := b.refreshLocal()
+	wait:
 		for {
 			select {
 			case <-b.quit:
 				return
-			default:
+			case <-changed:
+				break wait
+			case <-tick.C:
+				b.expirePeers()
+				if !ok || !owners.alive() {
+					break wait
+				}
 			}
-			zerocopy.Wait(items, ready, watchPeriod, 0)
-			b.expirePeers()
-			if !ok || gc.Ready() || !owners.alive() {
-				break
-			}
+		}
+	}
+}
+
+// awaitGraph signals changed (coalescing) whenever the domain's graph
+// generation moves, until stop is triggered. It acknowledges each move
+// before it signals, so a move during the watcher's scan is signalled
+// again.
+func (b *Bridge) awaitGraph(gc *zerocopy.GraphCondition, stop *zerocopy.GuardCondition, changed chan<- struct{}) {
+	items := []zerocopy.Waitable{gc, stop}
+	ready := make([]bool, len(items))
+	for {
+		if err := zerocopy.Wait(items, ready, -1, 0); err != nil || stop.Ready() {
+			return
+		}
+		gc.Reset()
+		select {
+		case changed <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -96,6 +132,7 @@ func (o owners) alive() bool {
 // the graph (the watcher tries again).
 func (b *Bridge) refreshLocal() (owners, bool) {
 	b.scans.Add(1)
+	b.noteBurst()
 	eps, err := b.dom.AllEndpoints()
 	if err != nil {
 		b.log.Warn("reading the local graph", "err", err)
@@ -113,14 +150,15 @@ func (b *Bridge) refreshLocal() (owners, bool) {
 		g.Nodes = append(g.Nodes, graphNode{Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
 	}
 	seen := owners{}
+	var in interner
 	for _, ep := range eps {
 		seen[[2]uint64{uint64(ep.Pid), ep.Start}] = struct{}{}
 		if ep.Republish {
 			continue
 		}
 		dev := ep.Memory == zerocopy.MemoryGPU // reads device memory, from either pool
-		g.Endpoints = append(g.Endpoints, graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
-			Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path})
+		g.Endpoints = append(g.Endpoints, in.endpoint(graphEndpoint{Topic: ep.Topic, Type: ep.Type, TypeHash: ep.TypeHash.String(), Kind: ep.Kind.String(),
+			Node: ep.Node, GID: ep.GID.String(), QoS: encodeQoS(ep.QoS), Path: ep.Path}))
 		if ep.Kind == zerocopy.KindSubscription {
 			in, ok := interest[ep.Topic]
 			if !ok {
@@ -251,4 +289,37 @@ func (b *Bridge) sendLocal(conns []*control.Conn, interest, graph bool) {
 			b.sendStatement(c, msgGraph, g)
 		}
 	}
+}
+
+// interner shares the strings and QoS encodings that many endpoints of a
+// graph have in common (topic, type, type hash, node, path: a thousand
+// topics read by eight processes repeat each eight times), so a graph of
+// thousands of endpoints holds each distinct value once.
+type interner struct {
+	strs map[string]string
+	qos  map[string][]byte
+}
+
+func (in *interner) str(s string) string {
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	if in.strs == nil {
+		in.strs, in.qos = map[string]string{}, map[string][]byte{}
+	}
+	in.strs[s] = s
+	return s
+}
+
+// endpoint interns e's repeated fields (graph QoS bytes are never written
+// after they are made, so endpoints may share them).
+func (in *interner) endpoint(e graphEndpoint) graphEndpoint {
+	e.Topic, e.Type, e.TypeHash, e.Kind = in.str(e.Topic), in.str(e.Type), in.str(e.TypeHash), in.str(e.Kind)
+	e.Node, e.Path = in.str(e.Node), in.str(e.Path)
+	if q, ok := in.qos[string(e.QoS)]; ok {
+		e.QoS = q
+	} else {
+		in.qos[string(e.QoS)] = e.QoS
+	}
+	return e
 }

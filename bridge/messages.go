@@ -32,7 +32,21 @@ const (
 	// msgRingDown: either side, the data link of a ring failed; the
 	// reader offers it again.
 	msgRingDown control.MsgType = 21
+	// msgDoze: reader → writer, one rail of the ring stops polling (its
+	// endpoint cannot sleep in the kernel) after receiving a number of
+	// immediates: ring its doorbell when you write more (railidle.go).
+	// Sent only to a peer whose hello announced featureDoorbell.
+	msgDoze control.MsgType = 23
+	// msgWake: writer → reader, the doorbell: more is written on the rail
+	// a doze named.
+	msgWake control.MsgType = 24
 )
+
+// featureDoorbell in a control hello says the sender answers msgDoze with
+// msgWake (this release). A reader's rail dozes only when its peer
+// announced it; an older peer would refuse msgDoze as an unknown type,
+// and its reader rails keep polling.
+const featureDoorbell = "doorbell"
 
 // topicInterest is what the subscriptions of one topic on the sender's
 // host need, merged: the strongest reliability and durability any of
@@ -196,6 +210,34 @@ type ringDown struct {
 	// earlier link of the ring (it can arrive after a newer link is up)
 	// is ignored.
 	Offer uint64 `json:"offer"`
+}
+
+// dozeMsg is msgDoze: rail Rail of the link that offer Offer of ring Ring
+// made stops polling; its endpoint had received Imms immediates (all
+// since the connection opened, its rail hello included). Seq numbers the
+// rail's dozes: a writer ignores one older than the newest it saw.
+type dozeMsg struct {
+	Ring  uint32 `json:"ring"`
+	Offer uint64 `json:"offer"`
+	Rail  int    `json:"rail"`
+	Seq   uint64 `json:"seq"`
+	Imms  uint64 `json:"imms"`
+}
+
+// wakeMsg is msgWake: the writer wrote more on the rail of doze Seq.
+type wakeMsg struct {
+	Ring  uint32 `json:"ring"`
+	Offer uint64 `json:"offer"`
+	Rail  int    `json:"rail"`
+	Seq   uint64 `json:"seq"`
+}
+
+// checkRail validates a doze's or wake's rail index.
+func checkRail(what string, rail int) error {
+	if rail < 0 || rail >= ring.MaxRails {
+		return fmt.Errorf("%w: %s of rail %d (at most %d rails)", control.ErrProtocol, what, rail, ring.MaxRails)
+	}
+	return nil
 }
 
 func encodeQoS(p qos.Profile) []byte {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
@@ -13,7 +14,8 @@ import (
 
 // startControl listens for peers and dials the configured ones.
 func (b *Bridge) startControl() error {
-	hs := control.HandshakeConfig{Secret: b.secret, HostID: b.hostID, Name: "rgapsd", Domain: int(b.opts.Engine.Domain)}
+	hs := control.HandshakeConfig{Secret: b.secret, HostID: b.hostID, Name: "rgapsd", Domain: int(b.opts.Engine.Domain),
+		Features: []string{featureDoorbell}}
 	if b.opts.Control.Listen != "" {
 		ln, err := control.Listen(b.opts.Control.Listen, hs, b.log)
 		if err != nil {
@@ -104,7 +106,7 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 	var parts partial // statements of cur arriving in parts
 	sc.OnUp = func(c *control.Conn, h control.Hello) {
 		cur, host, parts = c, h.HostID, partial{}
-		if !b.peerUp(host, c) {
+		if !b.peerUp(host, c, slices.Contains(h.Features, featureDoorbell)) {
 			cur = nil // refused: closed, its messages are dropped
 			c.Close()
 		}
@@ -133,7 +135,7 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 // up: it gets our interest and graph, and (one ring per host pair) a ring
 // to write into. It refuses (false) a new host id beyond MaxPeers and a
 // connection beyond MaxConnsPerPeer; the caller closes it.
-func (b *Bridge) peerUp(host string, c *control.Conn) bool {
+func (b *Bridge) peerUp(host string, c *control.Conn, doorbell bool) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -157,6 +159,7 @@ func (b *Bridge) peerUp(host string, c *control.Conn) bool {
 	}
 	first := len(p.conns) == 0
 	p.conns[c] = struct{}{}
+	p.doorbell.Store(doorbell) // the newest connection's daemon speaks for the peer
 	p.setLive()
 	p.downSince = time.Time{}
 	var offers []func()
@@ -316,6 +319,42 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 			return fmt.Errorf("%w: topic map for unknown ring %d", control.ErrProtocol, m.Ring)
 		}
 		return l.onTopicMap(&m)
+	case msgDoze:
+		var m dozeMsg
+		if err := control.Decode(payload, &m); err != nil {
+			return err
+		}
+		if err := checkRail("doze", m.Rail); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		var l *writerLink
+		if p := b.peers[host]; p != nil {
+			l = p.writers[m.Ring]
+		}
+		b.mu.Unlock()
+		if l == nil {
+			return fmt.Errorf("%w: doze of unknown ring %d", control.ErrProtocol, m.Ring)
+		}
+		l.onDoze(&m)
+	case msgWake:
+		var m wakeMsg
+		if err := control.Decode(payload, &m); err != nil {
+			return err
+		}
+		if err := checkRail("wake", m.Rail); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		var l *readerLink
+		if p := b.peers[host]; p != nil {
+			l = p.readers[m.Ring]
+		}
+		b.mu.Unlock()
+		if l == nil {
+			return fmt.Errorf("%w: wake of unknown ring %d", control.ErrProtocol, m.Ring)
+		}
+		l.onWake(&m)
 	case msgRingDown:
 		var m ringDown
 		if err := control.Decode(payload, &m); err != nil {
@@ -348,6 +387,7 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 // applyInterest takes a peer's interest statement (whole, or assembled
 // from its parts).
 func (b *Bridge) applyInterest(host string, m interestMsg) error {
+	b.noteBurst()
 	if err := m.validate(); err != nil {
 		return err
 	}
@@ -367,6 +407,7 @@ func (b *Bridge) applyInterest(host string, m interestMsg) error {
 // applyGraph takes a peer's graph statement (whole, or assembled from its
 // parts).
 func (b *Bridge) applyGraph(host string, g graphMsg) error {
+	b.noteBurst()
 	if err := g.validate(); err != nil {
 		return err
 	}
@@ -374,6 +415,10 @@ func (b *Bridge) applyGraph(host string, g graphMsg) error {
 		if _, err := qos.Decode(ep.QoS); err != nil {
 			return fmt.Errorf("%w: endpoint %s of %s: %v", control.ErrProtocol, ep.GID, ep.Topic, err)
 		}
+	}
+	var in interner
+	for i := range g.Endpoints {
+		g.Endpoints[i] = in.endpoint(g.Endpoints[i])
 	}
 	b.mu.Lock()
 	changed := false

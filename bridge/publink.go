@@ -174,9 +174,20 @@ func (l *writerLink) down(linkState) {
 	}
 }
 
+// onDoze hands the link a reader's doze (railidle.go); one about another
+// link is dropped.
+func (l *writerLink) onDoze(m *dozeMsg) {
+	l.mb.postAbout(m.Offer, false, func(in *inbox) { in.addDoze(*m) })
+}
+
 // apply opens and retires bridge subscriptions as the wanted topics
-// change, in every state.
+// change, in every state, and applies the reader's dozes.
 func (l *writerLink) apply(in *inbox) {
+	if l.rails != nil {
+		for _, d := range in.dozes {
+			l.rails.dozes(d.Rail, d.Seq, d.Imms)
+		}
+	}
 	if in.wantSet {
 		l.curWant = in.want
 		l.applyWanted()
@@ -260,7 +271,10 @@ func (l *writerLink) open(in *inbox) error {
 	if !l.b.send(l.ctl, msgRingAccept, ringAccept{Ring: l.id, ReaderEpoch: o.ReaderEpoch, WriterEpoch: l.epoch, HeadRegion: hr, Restart: l.w.Tail(), Offer: o.Offer}) {
 		return errors.New("control connection lost while accepting the ring")
 	}
-	l.startRails(false, mem[wHeadOff:wHeadOff+ring.WordSize])
+	offer, ctl := l.offerNo, l.ctl
+	l.startRails(false, mem[wHeadOff:wHeadOff+ring.WordSize], railBell{ring: func(rail int, seq uint64) {
+		l.b.send(ctl, msgWake, wakeMsg{Ring: l.id, Offer: offer, Rail: rail, Seq: seq})
+	}})
 	l.enter(linkUp)
 	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", len(eps), "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
 	l.prepareStaging()
@@ -307,6 +321,7 @@ func (l *writerLink) restartMessage() {
 // and retires the ones no longer wanted (or whose QoS must change: the new
 // subscription is opened once the old one has drained).
 func (l *writerLink) applyWanted() {
+	l.b.noteBurst()
 	for name, ot := range l.topics {
 		w, ok := l.curWant[name]
 		removing := !ok || w != ot.want
@@ -483,7 +498,7 @@ func (l *writerLink) pump() (pace, time.Duration, error) {
 	case blocked || l.inFlight() > 0:
 		return paceWait, 10 * time.Millisecond, nil
 	}
-	return paceWait, 100 * time.Millisecond, nil
+	return paceWait, linkIdle, nil
 }
 
 // move applies head updates, writes what can be written. progressed:

@@ -3,7 +3,6 @@ package bridge
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +69,17 @@ type railSet struct {
 	reader bool
 	landMu sync.RWMutex // race builds with several rails: see above
 	fenced bool
+
+	// doze and ring: the doorbell's hooks (railBell). Counters (tests,
+	// railidle.go): sleeps in the kernel begun, dozes announced, doorbells
+	// rung, and late: sleeps whose safety timeout found something a wake
+	// should have announced.
+	doze                      func(rail int, seq, imms uint64) bool
+	ring                      func(rail int, seq uint64)
+	sleeps, dozed, rung, late atomic.Uint64
+	// moves counts the pumps' passes that moved something (the trimmer
+	// waits for a spell without any, memtrim.go).
+	moves atomic.Uint64
 }
 
 // rail is one connection of a link and its pump.
@@ -86,8 +96,16 @@ type rail struct {
 	err  error
 	stop bool
 
-	// active (the pump's own) is when the rail last moved something.
+	// active (the pump's own) is when the rail last moved something;
+	// idle is the pump's state while it has nothing to do (railidle.go),
+	// asleep tells tests that it sleeps (in the kernel, or for a kick).
 	active time.Time
+	idle   railIdle
+	asleep atomic.Bool
+
+	// bell (the link goroutine's own, writers): the reader's rail dozes
+	// and waits for a doorbell (railidle.go).
+	bell writerBell
 
 	// queued (the link goroutine's own) counts the writes handed to this
 	// rail, the hello included: the endpoint's Writes once all are posted,
@@ -109,13 +127,15 @@ type railWrite struct {
 // newRails starts a pump per endpoint. word (may be nil) is watched by
 // rail 0's pump; reader says whether the link reads the ring (its pumps
 // poll steadily: data comes unannounced).
-func newRails(eps []transport.Endpoint, reader bool, poll pollPolicy, word []byte, poke func()) *railSet {
-	s := &railSet{poke: poke, word: word, reader: reader, fenced: raceEnabled && len(eps) > 1}
+func newRails(eps []transport.Endpoint, reader bool, poll pollPolicy, word []byte, poke func(), bell railBell) *railSet {
+	s := &railSet{poke: poke, word: word, reader: reader, fenced: raceEnabled && len(eps) > 1, doze: bell.doze, ring: bell.ring}
 	if word != nil {
 		s.value.Store(binary.LittleEndian.Uint64(word))
 	}
 	for i, ep := range eps {
-		r := &rail{set: s, i: i, ep: ep, poll: poll, kick: make(chan struct{}, 1), queued: ep.Stats().Writes}
+		r := &rail{set: s, i: i, ep: ep, poll: poll, kick: make(chan struct{}, 1), queued: ep.Stats().Writes, active: time.Now()}
+		r.idle.canSleep = true
+		r.bell.imms = ep.Stats().Writes // a writer's rail: its hello is its one write so far
 		if reader && i > 0 {
 			// Lone messages go on rail 0 (ring.Writer's rail choice): the
 			// others carry bursts, and may sleep longer when idle.
@@ -196,6 +216,9 @@ func (s *railSet) push(i int, ws ...railWrite) uint64 {
 	r.mu.Unlock()
 	r.queued += uint64(len(ws))
 	r.kickPump()
+	if len(ws) > 0 && ws[len(ws)-1].withImm {
+		r.bell.pushed(r, s.ring)
+	}
 	return r.queued
 }
 
@@ -223,11 +246,13 @@ func (s *railSet) fence() {
 	}
 }
 
+// kickPump ends the pump's pause or sleep.
 func (r *rail) kickPump() {
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
+	r.ep.Wake() // two atomic operations unless it sleeps in the kernel
 }
 
 // fail records the rail's error and wakes the link.
@@ -292,6 +317,7 @@ func (r *rail) run() {
 			return
 		}
 		moved := len(batch) > 0
+		got := n > 0 // the peer's traffic: an immediate or a new word
 		if n > 0 {
 			moved = true
 			if s.reader {
@@ -306,7 +332,7 @@ func (r *rail) run() {
 			if v := binary.LittleEndian.Uint64(s.word); v != s.value.Load() {
 				s.value.Store(v)
 				s.event()
-				moved = true
+				moved, got = true, true
 			}
 		}
 		st := r.ep.Stats()
@@ -317,7 +343,13 @@ func (r *rail) run() {
 			}
 			moved = true
 		}
+		if got && r.idle.timedOut {
+			s.late.Add(1) // a sleep's safety timeout found what a wake should have announced
+		}
+		r.idle.timedOut = false
 		if moved {
+			s.moves.Add(1)
+			r.idle.dozing = false
 			spins = 0
 			r.active = time.Now()
 			continue
@@ -335,58 +367,6 @@ func (s *railSet) kickOthers(i int) {
 		if r.i != i {
 			r.kickPump()
 		}
-	}
-}
-
-// railSpin is how long a rail that expects traffic keeps polling without
-// sleeping after it last moved something: a record's bytes land over many
-// polls before its completion says so, and a poller that sleeps meanwhile
-// lets the socket buffers fill and the peer stall. A poll that took longer
-// than pollMoving moved bytes (one that finds nothing returns in a few
-// microseconds), so the window stays open while a record streams in.
-const (
-	railSpin   = 500 * time.Microsecond
-	pollMoving = 20 * time.Microsecond
-)
-
-// pause waits after a pass that moved nothing. While its writes are on
-// the way (sending) it only yields: software providers move bytes only
-// while polled. For railSpin after the rail last moved something it
-// yields too (the next message of a stream comes soon). Then, with traffic
-// expected, it sleeps in growing steps; otherwise it waits for writes to
-// post, polling now and then to notice a peer that went away. A kick
-// (writes queued, or another rail's traffic) ends any pause; it reports
-// whether one did.
-func (r *rail) pause(spins int, sending, expect bool, timer *time.Timer) bool {
-	d := 100 * time.Millisecond
-	if sending || time.Since(r.active) < railSpin {
-		runtime.Gosched()
-		select {
-		case <-r.kick:
-			return true
-		default:
-			return false
-		}
-	}
-	if expect {
-		pp := r.poll
-		if spins < pp.yields {
-			runtime.Gosched()
-			select {
-			case <-r.kick:
-				return true
-			default:
-				return false
-			}
-		}
-		d = min(time.Duration(spins-pp.yields+1)*pp.step, pp.most)
-	}
-	timer.Reset(d)
-	select {
-	case <-r.kick:
-		return true
-	case <-timer.C:
-		return false
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
@@ -53,6 +54,11 @@ type readerLink struct {
 	placing     []placing
 	cp          *zerocopy.Copier // asynchronous copies into device loans; made on first need
 	workers     *copyWorkers     // copies into host loans (hostcopy.go); made on first need
+	// populatedTo: the ring's bytes below it are faulted in or being
+	// faulted in ahead of the records (populateAhead, by goroutines
+	// populating waits for).
+	populatedTo uint64
+	populating  sync.WaitGroup
 }
 
 // readerPoll pauses a reader that found nothing: it polls hot for a
@@ -182,17 +188,12 @@ func (l *readerLink) open(*inbox) error {
 			mem.Close()
 			return fmt.Errorf("registering the write-back word: %w", err)
 		}
+		// The ring's pages are faulted in as records first land in them
+		// (RSS grows with what has passed through the ring, up to its
+		// size), and it is pinned for the GPU only when a topic is first
+		// delivered to device memory (pinRing): a daemon whose readers use
+		// no GPU never loads CUDA.
 		l.cfg, l.mem, l.wb = cfg, mem, wb
-		if unpin, err := b.dom.PinHost(mem.Bytes()); err == nil {
-			l.unpin = unpin // GPU present: copies out of the ring run at pinned speed
-		} else {
-			// Fault the pages in once now rather than on the first pass
-			// of the writer (this is set-up, not the protocol's zeroing).
-			rb := mem.Bytes()
-			for i := 0; i < len(rb); i += 4096 {
-				rb[i] = 0
-			}
-		}
 	}
 	c := l.p.live.Load()
 	if c == nil {
@@ -300,13 +301,38 @@ func (l *readerLink) start(a *ringAccept) error {
 	l.wbPending, l.wbPosted = false, 0 // new endpoints count their writes from 0
 	k := len(l.eps)
 	l.railImms, l.railPos, l.heads, l.has = make([][]uint64, k), make([]int, k), make([]uint64, k), make([]bool, k)
+	bell := railBell{doze: l.dozer(l.offerNo)}
 	if l.cfg.Mode == ring.WriteTwice {
-		l.startRails(true, tail) // rail 0's pump reads the tail slot
+		l.startRails(true, tail, bell) // rail 0's pump reads the tail slot
 	} else {
-		l.startRails(true, nil)
+		l.startRails(true, nil, bell)
 	}
 	l.b.log.Info("data link up (reader)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", k, "restart", a.Restart)
 	return nil
+}
+
+// dozer is the doorbell's doze hook of the link of offer: it sends
+// msgDoze on the peer's live control connection, if the peer answers
+// dozes (railidle.go). It runs on a rail's pump.
+func (l *readerLink) dozer(offer uint64) func(rail int, seq, imms uint64) bool {
+	return func(rail int, seq, imms uint64) bool {
+		c := l.p.live.Load()
+		if c == nil || !l.p.doorbell.Load() {
+			return false
+		}
+		return l.b.send(c, msgDoze, dozeMsg{Ring: l.id, Offer: offer, Rail: rail, Seq: seq, Imms: imms})
+	}
+}
+
+// onWake is the writer's doorbell: the rail it names polls again. A wake
+// about another link is dropped.
+func (l *readerLink) onWake(m *wakeMsg) {
+	l.mb.mu.Lock()
+	cur := l.mb.current(m.Offer, false)
+	l.mb.mu.Unlock()
+	if rs := l.railsNow.Load(); cur && rs != nil && m.Rail < len(rs.rails) {
+		rs.rails[m.Rail].kickPump()
+	}
 }
 
 // pump receives what the rails landed, delivers it, and writes Head
@@ -360,6 +386,7 @@ func (l *readerLink) pump() (pace, time.Duration, error) {
 		}
 		stalled = true
 	}
+	l.populateAhead()
 	if idle && l.r.Flush() {
 		l.wbPending = true // idle: let the writer release what we consumed
 	}
@@ -381,7 +408,7 @@ func (l *readerLink) pump() (pace, time.Duration, error) {
 	case len(l.placing) > 0 && l.placing[0].c != nil:
 		return pacePoll, 0, nil // a device copy: its completion wakes nobody
 	}
-	return paceWait, 100 * time.Millisecond, nil // the rails and copy workers wake the link
+	return paceWait, linkIdle, nil // the rails and copy workers wake the link
 }
 
 // receive takes the records whose immediates the rails received, in ring
@@ -451,6 +478,7 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 		}
 	}
 	t := &inTopic{name: m.Topic, typ: m.Type, q: q}
+	l.b.noteBurst()
 	if _, ok := l.pubs[m.Topic]; !ok && len(l.pubs) >= MaxTopicsPerPeer {
 		// Each topic is a publisher (a shared-memory segment) here.
 		t.err = fmt.Errorf("%w: ring %d delivers %d topics already, at most %d", ErrLimit, l.id, len(l.pubs), MaxTopicsPerPeer)
@@ -461,6 +489,7 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 	if l.b.localInterest(m.Topic).GPU {
 		if _, err := l.b.dom.GPU(); err == nil {
 			mem = zerocopy.MemoryGPU
+			l.pinRing()
 		}
 	}
 	pub, err := l.b.dom.NewPublisher(zerocopy.EndpointSpec{Topic: m.Topic, Type: m.Type, Node: BridgeNode, QoS: q, Memory: mem, Republish: true})
@@ -473,6 +502,53 @@ func (l *readerLink) topic(m *topicMap) *inTopic {
 	}
 	l.pubs[m.Topic] = t
 	return t
+}
+
+// populateStep is how far ahead of the records the ring is faulted in
+// once a stream runs (populateAhead).
+const populateStep = 4 << 20
+
+// populateAhead faults the ring in ahead of the records, populateStep at a
+// time and in goroutines of their own, once more than populateStep has
+// gone through it, until it has wrapped once: its pages would otherwise be
+// faulted in one at a time as records land in them, on the pumps' time (a
+// page fault per 4 KiB cost the first pass of a 4 KiB stream several per
+// cent of its throughput on the 2-core VM). Populating changes no byte
+// (transport.Populate), so records may land meanwhile. A ring that has
+// carried less than populateStep is as resident as it was written.
+func (l *readerLink) populateAhead() {
+	if l.populatedTo == 0 {
+		l.populatedTo = populateStep // the first step is faulted in as written
+	}
+	if l.populatedTo >= l.cfg.Size || l.r.Head()+populateStep/2 < l.populatedTo || l.unpin != nil {
+		return
+	}
+	from, to := l.populatedTo, min(l.populatedTo+populateStep, l.cfg.Size)
+	l.populatedTo = to
+	ring := l.mem.Bytes()[from:to]
+	l.populating.Add(1)
+	go func() {
+		defer l.populating.Done()
+		if err := transport.Populate(ring); err != nil {
+			l.b.log.Debug("populating the ring", "peer", l.host, "ring", l.id, "err", err)
+		}
+	}()
+}
+
+// pinRing page-locks the ring for the GPU, once, before the first
+// device loan is filled from it: copies out of pinned memory run at
+// full DMA speed (an unpinned ring works, slower). It faults the whole
+// ring in. Records may land meanwhile: pinning moves no page.
+func (l *readerLink) pinRing() {
+	if l.unpin != nil || l.mem == nil {
+		return
+	}
+	unpin, err := l.b.dom.PinHost(l.mem.Bytes())
+	if err != nil {
+		l.b.log.Warn("pinning the ring for device copies (they run from pageable memory)", "peer", l.host, "ring", l.id, "err", err)
+		return
+	}
+	l.unpin = unpin
 }
 
 func (l *readerLink) loan(t *inTopic, size uint64) (*zerocopy.Loan, error) {
@@ -519,6 +595,7 @@ func (l *readerLink) close(from linkState) {
 		l.wb.Close()
 	}
 	if l.mem != nil {
+		l.populating.Wait() // before the ring is unmapped
 		l.mem.Close()
 	}
 }

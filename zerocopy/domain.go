@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,6 +239,7 @@ func (d *Domain) janitor(prefix string) {
 	defer tick.Stop()
 	clashGen := d.graph.Load().generation() - 1
 	tickGen := clashGen // the graph generation the last ticks saw
+	var topics []*Topic
 	for pass := uint32(0); ; pass++ {
 		select {
 		case <-d.stop:
@@ -249,7 +251,7 @@ func (d *Domain) janitor(prefix string) {
 		gen := d.graph.Load().generation()
 		moved := gen != tickGen
 		tickGen = gen
-		topics := d.holdTopics()
+		topics = d.holdTopicsInto(topics[:0]) // one slice for every pass: an idle pass allocates nothing for it
 		turns := uint32(max(1, (len(topics)+janitorAudits-1)/janitorAudits))
 		alive := map[shm.Owner]bool{} // processes judged in this pass
 		for _, t := range topics {
@@ -275,6 +277,7 @@ func (d *Domain) janitor(prefix string) {
 			}()
 			d.releaseTopic(t)
 		}
+		clear(topics) // keeps no topic reachable between passes
 		// Also the graph's audit: damage or a replacement by another
 		// process is acted on here at the latest.
 		d.graphDo(func(g *graph) error { return g.reclaimDead() })
@@ -311,10 +314,13 @@ func (d *Domain) Reclaim() int {
 
 // holdTopics returns the open topics, each with a reference the caller
 // must release, so that none is unmapped while the caller works on it.
-func (d *Domain) holdTopics() []*Topic {
+func (d *Domain) holdTopics() []*Topic { return d.holdTopicsInto(nil) }
+
+// holdTopicsInto is holdTopics appending to topics.
+func (d *Domain) holdTopicsInto(topics []*Topic) []*Topic {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	topics := make([]*Topic, 0, len(d.topics))
+	topics = slices.Grow(topics, len(d.topics))
 	for _, t := range d.topics {
 		t.refs++
 		topics = append(topics, t)

@@ -3,6 +3,7 @@ package zerocopy
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/gpupool"
@@ -48,6 +49,7 @@ func (m Memory) String() string {
 // use (a process that never touches GPU data never loads CUDA).
 type gpuState struct {
 	once   sync.Once
+	tried  atomic.Bool // once ran: the CUDA driver was looked for
 	dev    *cuda.Device
 	client *gpupool.Client
 	err    error
@@ -80,10 +82,16 @@ func (d *Domain) GPU() (GPUInfo, error) {
 	return info, nil
 }
 
+// GPUTried reports whether this domain has looked for its CUDA device
+// (loading the driver library where there is one), whatever it found: a
+// process that never touches GPU data never does.
+func (d *Domain) GPUTried() bool { return d.gpuState.tried.Load() }
+
 // gpu returns the process's CUDA device for this domain, opening it on
 // first use; the error wraps ErrNotSupported without a usable GPU.
 func (d *Domain) gpu() (*cuda.Device, error) {
 	d.gpuState.once.Do(func() {
+		d.gpuState.tried.Store(true)
 		dev, err := cuda.Open(d.cfg.Device)
 		if err != nil {
 			d.gpuState.err = err

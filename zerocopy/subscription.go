@@ -216,29 +216,27 @@ func (s *Subscription) wait(timeout time.Duration) (err error) {
 		if err := t.check(); err != nil {
 			return err
 		}
+		fenced := shm.Fences()
 		seen := t.pubSeq.Load()
 		if s.ready() {
 			return nil
 		}
-		// Waits for data as long as asked, in slices: a topic whose file
-		// was truncated under this process is noticed by the janitor, whose
-		// wake cannot reach a futex on the lost pages.
-		left := waitSlice
+		// Waits for data as long as asked: a topic whose file was
+		// truncated under this process is noticed by the janitor, whose
+		// wake cannot reach a futex on the lost pages; its fence wakes
+		// the wait instead (shm.WaitFenced).
+		left := time.Duration(-1)
 		if timeout >= 0 {
 			left = time.Until(deadline)
 			if left <= 0 {
 				return ErrTimeout
 			}
-			left = min(left, waitSlice)
 		}
 		t.pubWaiters.Add(1)
-		shm.Wait(t.pubSeq, seen, left)
+		shm.WaitFenced1(t.pubSeq, seen, fenced, left)
 		t.pubWaiters.Add(^uint32(0))
 	}
 }
-
-// waitSlice is the longest a wait sleeps before it checks its topic again.
-const waitSlice = 500 * time.Millisecond
 
 // TakeWait waits up to timeout for a sample and takes it.
 func (s *Subscription) TakeWait(timeout time.Duration) (*Sample, error) {

@@ -189,6 +189,7 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 		seen = make(map[*atomic.Uint32]bool, len(items))
 	}
 	for {
+		fenced := shm.Fences() // before the check: a fence after it ends the wait
 		ws, counters = ws[:0], counters[:0]
 		clear(seen)
 		for _, it := range items {
@@ -207,20 +208,20 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 		if check() {
 			return nil
 		}
-		// In slices: a subscription whose topic's file was truncated under
-		// this process is found by the janitor, whose wake cannot reach a
-		// futex on the lost pages (Ready then reports it).
-		left := waitSlice
+		// A subscription whose topic's file was truncated under this
+		// process is found by the janitor, whose wake cannot reach a futex
+		// on the lost pages: its fence wakes the wait instead (Ready then
+		// reports it). No slices: an idle wait makes no wake-ups.
+		left := time.Duration(-1)
 		if timeout >= 0 {
 			if left = time.Until(deadline); left <= 0 {
 				return ErrTimeout
 			}
-			left = min(left, waitSlice)
 		}
 		for _, c := range counters {
 			c.Add(1)
 		}
-		shm.WaitMany(ws, left)
+		shm.WaitFenced(ws, fenced, left)
 		for _, c := range counters {
 			c.Add(^uint32(0))
 		}

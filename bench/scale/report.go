@@ -115,8 +115,8 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	t.Write(w)
 
 	fmt.Fprintf(w, "\n## Daemons: memory (MiB) and idle CPU\n\n"+
-		"After the first messages: VmRSS (of it: RssAnon, the heap, the stacks and the ring the daemon reads, which it faults in "+
-		"when the link comes up; RssShmem, the pages of topic segments it maps), PSS (shared pages divided among the processes that map them), VmHWM (peak), and VmRSS once the daemons had connected, before any endpoint (base). "+
+		"After the first messages: VmRSS (of it: RssAnon, the heap, the stacks and the pages of the ring the daemon reads that records "+
+		"have landed in so far; RssShmem, the pages of topic segments it maps), PSS (shared pages divided among the processes that map them), VmHWM (peak), and VmRSS once the daemons had connected, before any endpoint (base). "+
 		"Idle CPU: user + system time over %s with no traffic, after a %s pause, %% of one core; base: the same "+
 		"once the daemons had connected, before any endpoint.\n\n",
 		time.Duration(r.Idle), settle)

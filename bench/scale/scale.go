@@ -54,8 +54,8 @@ type Options struct {
 	// Provider is the bridges' data transport (fabric:tcp).
 	Provider string
 	// RingSize is the daemons' -ring-size (0: their default, 64 MiB): the
-	// reader faults its ring in when the link comes up, so it is part of
-	// each daemon's RSS.
+	// pages of its ring that records have landed in are part of each
+	// daemon's RSS (all of it, once as much traffic has passed).
 	RingSize uint64
 	// Loopback runs both hosts in this network namespace over 127.0.0.1
 	// (separate shared-memory prefixes) instead of two namespaces joined

@@ -636,6 +636,9 @@ var cases = []testCase{
 	peerClosesCase(),
 	closeDuringWritesCase(),
 	badAddressCase(),
+	sleepWakesCase(),
+	sleepWakeCase(),
+	sleepPeerClosesCase(),
 }
 
 func caseNamed(name string) *testCase {

@@ -26,6 +26,14 @@
 // the sender's memory only while it polls), and no goroutines are started
 // behind the caller's back.
 //
+// An idle owner need not spin for that: Endpoint.Sleep blocks until the
+// peer's bytes (or its close) arrive, or Wake is called, on the
+// endpoint's wait object (libfabric's completion-queue descriptor,
+// FI_WAIT_FD, whose set holds the tcp provider's sockets; the plain TCP
+// socket), parked in the Go runtime's network poller (Sleeper). Providers
+// without a wait object (libfabric shm in 1.17) return ErrNotSupported,
+// and their owners keep polling or arrange a wake of their own.
+//
 // # Concurrency
 //
 // Endpoint methods may be called from several goroutines; each endpoint

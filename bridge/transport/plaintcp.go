@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,12 +162,19 @@ func (p *PlainTCP) newEndpoint(c *net.TCPConn) (Endpoint, error) {
 		p:     p,
 		conn:  c,
 		rc:    rc,
+		fd:    -1,
 		txq:   make([]plainFrame, 0, p.opts.QueueDepth),
 		rxbuf: make([]byte, 256<<10),
+	}
+	rc.Control(func(fd uintptr) { e.fd = int(fd) }) // the socket's, until conn.Close
+	if e.sl, err = NewSleeper(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("plaintcp: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		e.sl.Close()
 		c.Close()
 		return nil, ErrClosed
 	}
@@ -288,6 +294,8 @@ type plainEndpoint struct {
 	p    *PlainTCP
 	conn *net.TCPConn
 	rc   syscall.RawConn
+	fd   int      // the socket's descriptor, for Sleep
+	sl   *Sleeper // Sleep and Wake; closed before conn
 
 	mu sync.Mutex // guards everything below; held across progress
 	// txq holds posted frames not yet fully written, oldest first.
@@ -424,6 +432,29 @@ func (e *plainEndpoint) Flush(timeout time.Duration) error {
 	}
 }
 
+// Sleep implements Endpoint: it polls the socket for incoming bytes (and
+// for room to send while frames are queued).
+func (e *plainEndpoint) Sleep(timeout time.Duration) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	if len(e.pending) > 0 || e.err != nil {
+		e.mu.Unlock()
+		return nil // Poll has something to return
+	}
+	events := uint32(unix.EPOLLIN | unix.EPOLLRDHUP)
+	if len(e.txq) > 0 {
+		events |= unix.EPOLLOUT
+	}
+	e.mu.Unlock()
+	return e.sl.Sleep(e.fd, events, timeout)
+}
+
+// Wake implements Endpoint.
+func (e *plainEndpoint) Wake() { e.sl.Wake() }
+
 func (e *plainEndpoint) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -433,6 +464,7 @@ func (e *plainEndpoint) Close() error {
 	e.closed = true
 	e.txq = nil
 	e.mu.Unlock()
+	e.sl.Close() // before the socket closes
 	e.p.mu.Lock()
 	delete(e.p.endpoints, e)
 	e.p.mu.Unlock()
@@ -651,34 +683,4 @@ func connErr(op string, err error) error {
 		return fmt.Errorf("plaintcp: %s: %w (%v)", op, ErrPeerClosed, err)
 	}
 	return fmt.Errorf("plaintcp: %s: %w", op, err)
-}
-
-// PollWait calls poll until it returns an immediate or an error, or
-// timeout passes (then 0, nil): Endpoint.Wait for every implementation.
-func PollWait(poll func([]uint64) (int, error), imms []uint64, timeout time.Duration) (int, error) {
-	deadline := time.Now().Add(timeout)
-	for spins := 0; ; spins++ {
-		n, err := poll(imms)
-		if n > 0 || err != nil {
-			return n, err
-		}
-		if time.Now().After(deadline) {
-			return 0, nil
-		}
-		Backoff(spins)
-	}
-}
-
-// Backoff is the pause after the spins-th progress attempt that found
-// nothing: a few yields, then sleeps growing to 320µs, so a waiting side
-// still progresses transfers often without holding a core.
-func Backoff(spins int) {
-	switch {
-	case spins < 4096:
-		runtime.Gosched()
-	case spins < 4096+64:
-		time.Sleep(time.Duration(spins-4095) * 5 * time.Microsecond)
-	default:
-		time.Sleep(320 * time.Microsecond)
-	}
 }

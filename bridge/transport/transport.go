@@ -128,6 +128,21 @@ type Endpoint interface {
 	// Flush progresses until every write posted so far completed locally,
 	// or timeout (ErrTimeout).
 	Flush(timeout time.Duration) error
+	// Sleep blocks in the kernel until the endpoint may have progress to
+	// make (the peer's bytes or immediates arrived, the peer closed), Wake
+	// is called, or timeout passes (negative: no limit; then it returns
+	// ErrTimeout); it may also return nil for nothing, and the caller
+	// then polls and decides again.
+	// It makes no progress itself: the caller polls after it, and must
+	// have polled since it last posted. It is meant for an idle endpoint:
+	// transmits still in flight need polling, and may not end it. It
+	// returns ErrNotSupported at once where the provider has no wait
+	// object (then the caller keeps polling), ErrClosed after Close.
+	Sleep(timeout time.Duration) error
+	// Wake ends a Sleep under way or makes the next one return at once;
+	// safe from any goroutine, also after Close. It makes a system call
+	// only when a Sleep may be under way.
+	Wake()
 	// Stats are the endpoint's counters; safe to call concurrently.
 	Stats() Stats
 	// Close tells the peer (best effort) and releases the endpoint; writes

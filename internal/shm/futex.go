@@ -3,6 +3,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -63,6 +64,83 @@ type Waiter struct {
 
 var waitvUnsupported atomic.Bool
 
+// fences counts this process's fences (FenceView). WaitFenced includes it
+// among its words: a sleeper on a word of a mapping that was fenced since
+// can no longer be woken through that word (the wake reaches the new
+// zero pages, not the futex it sleeps on), so it is woken through this
+// one and re-checks.
+var fences atomic.Uint32
+
+// Fences is the fence count now: read it before checking the conditions
+// a WaitFenced waits for, and pass it.
+func Fences() uint32 { return fences.Load() }
+
+// FenceSlice is the longest WaitFenced sleeps where the kernel has no
+// futex_waitv (a single futex cannot include the fence word): its caller
+// then notices a fence at its next check.
+const FenceSlice = 500 * time.Millisecond
+
+// WaitFenced is WaitMany over ws and the fence count, with seen its value
+// from Fences before the caller checked its conditions: it also returns
+// when this process fenced a mapping since, so a wait needs no slices to
+// notice one (an idle waiter makes no wake-ups). Without futex_waitv it
+// waits at most FenceSlice, whatever timeout is (then ErrTimeout).
+// Callers re-check their conditions and their own deadline.
+func WaitFenced(ws []Waiter, seen uint32, timeout time.Duration) error {
+	probeWaitv.Do(probe)
+	if waitvUnsupported.Load() {
+		if timeout < 0 || timeout > FenceSlice {
+			timeout = FenceSlice
+		}
+		return WaitMany(ws, timeout)
+	}
+	if len(ws) >= MaxWaitMany {
+		all := append(ws[:len(ws):len(ws)], Waiter{Word: &fences, Val: seen})
+		return WaitMany(all, timeout)
+	}
+	return waitvFor(ws, Waiter{Word: &fences, Val: seen}, timeout)
+}
+
+// WaitFenced1 is WaitFenced on one word, without allocating (a subscriber
+// waits once for each message it sleeps for).
+func WaitFenced1(w *atomic.Uint32, val, seen uint32, timeout time.Duration) error {
+	probeWaitv.Do(probe)
+	if waitvUnsupported.Load() {
+		if timeout < 0 || timeout > FenceSlice {
+			timeout = FenceSlice
+		}
+		return Wait(w, val, timeout)
+	}
+	ws := [1]Waiter{{Word: w, Val: val}}
+	return waitvFor(ws[:], Waiter{Word: &fences, Val: seen}, timeout)
+}
+
+// waitvFor is one futex_waitv over ws and extra (len(ws) < MaxWaitMany)
+// for timeout (negative: none).
+func waitvFor(ws []Waiter, extra Waiter, timeout time.Duration) error {
+	var ts unix.Timespec
+	var deadline *unix.Timespec
+	if timeout >= 0 {
+		// futex_waitv takes an absolute CLOCK_MONOTONIC deadline.
+		var now unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		ts = unix.NsecToTimespec(now.Nano() + int64(timeout))
+		deadline = &ts
+	}
+	return waitv(ws, &extra, deadline)
+}
+
+var probeWaitv sync.Once
+
+// probe finds out once whether the kernel has futex_waitv, with a wait
+// that returns at once where it has (the word differs from the value).
+func probe() {
+	var w atomic.Uint32
+	if errors.Is(waitv([]Waiter{{Word: &w, Val: 1}}, nil, nil), errNoWaitv) {
+		waitvUnsupported.Store(true)
+	}
+}
+
 // WaitMany blocks until any of the words differs from its value (checked
 // atomically by the kernel, so a wake between the caller's check and the
 // wait is not lost), a wake on one of them, or the timeout (negative: none).
@@ -109,16 +187,16 @@ func WaitMany(ws []Waiter, timeout time.Duration) error {
 // errNoWaitv: the kernel (or a seccomp profile) has no futex_waitv.
 var errNoWaitv = errors.New("no futex_waitv")
 
-// waitv is one futex_waitv over ws and, unless nil, the word extra with
-// value 0 (len(ws) < MaxWaitMany then), until deadline (nil: none).
-func waitv(ws []Waiter, extra *atomic.Uint32, deadline *unix.Timespec) error {
+// waitv is one futex_waitv over ws and, unless nil, extra (len(ws) <
+// MaxWaitMany then), until deadline (nil: none).
+func waitv(ws []Waiter, extra *Waiter, deadline *unix.Timespec) error {
 	var arr [MaxWaitMany]futexWaitv
 	for i, w := range ws {
 		arr[i] = futexWaitv{val: uint64(w.Val), uaddr: uint64(uintptr(unsafe.Pointer(w.Word))), flags: futex2U32}
 	}
 	n := len(ws)
 	if extra != nil {
-		arr[n] = futexWaitv{uaddr: uint64(uintptr(unsafe.Pointer(extra))), flags: futex2U32}
+		arr[n] = futexWaitv{val: uint64(extra.Val), uaddr: uint64(uintptr(unsafe.Pointer(extra.Word))), flags: futex2U32}
 		n++
 	}
 	_, _, e := unix.Syscall6(sysFutexWaitv, uintptr(unsafe.Pointer(&arr[0])), uintptr(n), 0, uintptr(unsafe.Pointer(deadline)), unix.CLOCK_MONOTONIC, 0)
@@ -147,7 +225,7 @@ func waitBatches(ws []Waiter, deadline *unix.Timespec) error {
 	var first error
 	done := make(chan struct{})
 	run := func(batch []Waiter) {
-		err := waitv(batch, cancel, deadline)
+		err := waitv(batch, &Waiter{Word: cancel}, deadline)
 		if cancel.CompareAndSwap(0, 1) {
 			first = err // read after every batch is done
 			WakeAll(cancel)

@@ -58,6 +58,7 @@ var ErrNoSpace = errors.New("no space left in " + Dir)
 // format owner commits every range before anything touches it.
 type Segment struct {
 	name     string // final name under Dir
+	path     []byte // its path, NUL-terminated (Health's lstat allocates nothing)
 	tmp      string // temporary name until Publish; "" once published or opened
 	fd       int    // kept open for Commit; -1 once closed
 	data     []byte
@@ -155,7 +156,7 @@ func Create(name string, size int64, perm os.FileMode, gid int) (*Segment, error
 	if err != nil {
 		return fail("mmap", err)
 	}
-	return &Segment{name: name, tmp: tmp, fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
+	return &Segment{name: name, path: cpath(name), tmp: tmp, fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // Publish makes a created segment visible under its final name, atomically
@@ -204,7 +205,7 @@ func Open(name string, minSize int64, acc Access) (*Segment, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mapping segment %q: %w", name, err)
 	}
-	return &Segment{name: name, fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
+	return &Segment{name: name, path: cpath(name), fd: fd, data: data, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // openChecked opens name (no symbolic link, no blocking on a FIFO) and
@@ -286,8 +287,22 @@ func (s *Segment) Health() error {
 		return fmt.Errorf("%w: segment %q is now %d bytes, %d are mapped", ErrTruncated, s.name, st.Size, len(s.data))
 	}
 	var pst unix.Stat_t
-	if err := unix.Lstat(filepath.Join(Dir, s.name), &pst); err != nil || pst.Dev != s.dev || pst.Ino != s.ino {
+	if err := lstat(s.path, &pst); err != nil || pst.Dev != s.dev || pst.Ino != s.ino {
 		return fmt.Errorf("%w: the name %q no longer names the mapped file", ErrReplaced, s.name)
+	}
+	return nil
+}
+
+// cpath is the NUL-terminated path of a segment name under Dir.
+func cpath(name string) []byte { return append([]byte(filepath.Join(Dir, name)), 0) }
+
+// lstat is unix.Lstat of a NUL-terminated path, without copying it (the
+// janitor audits tens of segments a second).
+func lstat(path []byte, st *unix.Stat_t) error {
+	_, _, e := unix.Syscall6(unix.SYS_NEWFSTATAT, uintptr(fdcwd), uintptr(unsafe.Pointer(&path[0])),
+		uintptr(unsafe.Pointer(st)), unix.AT_SYMLINK_NOFOLLOW, 0, 0)
+	if e != 0 {
+		return e
 	}
 	return nil
 }
@@ -312,13 +327,17 @@ func InRange(b []byte, addr uintptr) bool {
 // instead of faulting. The segment is unusable afterwards except to Close.
 func (s *Segment) Fence() error { return FenceView(s.data) }
 
-// FenceView does what Fence does for a view (ReadOnlyView).
+// FenceView does what Fence does for a view (ReadOnlyView). It then wakes
+// every WaitFenced of this process: a sleeper on a word of the view can no
+// longer be woken through it.
 func FenceView(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
 	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	fences.Add(1)
+	WakeAll(&fences)
 	return err
 }
 

@@ -139,6 +139,63 @@ func TestWaitManyBeyondOneCall(t *testing.T) {
 	}
 }
 
+// A wait on a word of a segment whose file is truncated and whose mapping
+// this process then fences (no wake can reach the word's futex any more)
+// ends through the fence: WaitFenced needs no slices to notice it. It
+// also ends at once when a fence came between the caller's reading of
+// Fences and the wait, and a plain change of its word ends it as before.
+func TestWaitFencedWakesOnFence(t *testing.T) {
+	n := name(t)
+	defer Unlink(n)
+	s, err := Create(n, 8192, 0o600, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := s.Uint32(64)
+	seen := Fences()
+	done := make(chan error, 1)
+	go func() { done <- WaitFenced([]Waiter{{w, w.Load()}}, seen, -1) }()
+	time.Sleep(20 * time.Millisecond) // asleep by now (not needed for the outcome)
+	if err := os.Truncate(filepath.Join(Dir, n), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fence(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("wait ended by the fence: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a wait on a word of a fenced mapping did not end")
+	}
+	// A fence since the caller read Fences ends the wait at once.
+	words, err := LocalWords(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFenced([]Waiter{{words[0], words[0].Load()}}, seen, time.Minute); err != nil {
+		t.Fatalf("wait after a fence the caller did not see: %v", err)
+	}
+	// And otherwise like WaitMany.
+	seen = Fences()
+	if err := WaitFenced([]Waiter{{words[0], words[0].Load()}}, seen, 5*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("nothing changed: %v", err)
+	}
+	go func() { done <- WaitFenced([]Waiter{{words[0], 0}}, seen, -1) }()
+	time.Sleep(10 * time.Millisecond)
+	words[0].Add(1)
+	Wake(words[0], 1)
+	if err := <-done; err != nil {
+		t.Fatalf("woken wait: %v", err)
+	}
+}
+
 // A lock held by a process that has died is taken over, and says so.
 func TestLockTakeoverFromDeadHolder(t *testing.T) {
 	s, err := Create(name(t), 4096, 0o600, -1)
@@ -389,4 +446,47 @@ func TestOpenRefusesUntrusted(t *testing.T) {
 		t.Fatalf("segment of the allowed group: %v", err)
 	}
 	s.Close()
+}
+
+// startTime reads field 22 of /proc/<pid>/stat without allocating (but
+// under the race detector): the
+// same value a plain parse gives, for this process and for one whose
+// command name holds spaces and parentheses; a process that is gone has
+// none.
+func TestStartTime(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "x) (y z")
+	if err := os.Symlink("/bin/sleep", odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep(1) to run: %v", err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	plain := func(pid int) uint64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		var v uint64
+		fmt.Sscan(f[19], &v)
+		return v
+	}
+	for _, pid := range []int{os.Getpid(), cmd.Process.Pid} {
+		got, ok := startTime(uint32(pid))
+		if want := plain(pid); !ok || got != want || got == 0 {
+			t.Errorf("pid %d: start time %d (%v), want %d", pid, got, ok, want)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { startTime(uint32(os.Getpid())) }); n != 0 && !raceEnabled {
+		t.Errorf("startTime allocates %v times", n)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if st, ok := startTime(uint32(cmd.Process.Pid)); ok {
+		t.Errorf("a reaped process has start time %d", st)
+	}
 }

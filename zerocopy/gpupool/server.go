@@ -38,6 +38,10 @@ type Server struct {
 	lfd  int
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// pooled is signalled when a pool is allocated: the janitor, which
+	// has nothing to do while there is no pool and no idle exit, waits
+	// for it instead of ticking.
+	pooled chan struct{}
 
 	mu      sync.Mutex // guards everything below
 	devs    map[int]*cuda.Device
@@ -74,7 +78,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("daemon socket: %w", err)
 	}
-	return &Server{cfg: cfg, lfd: fd, stop: make(chan struct{}), devs: map[int]*cuda.Device{}, pools: map[string]*pool{}, conns: map[int]bool{}, lastUse: time.Now()}, nil
+	return &Server{cfg: cfg, lfd: fd, stop: make(chan struct{}), pooled: make(chan struct{}, 1), devs: map[int]*cuda.Device{}, pools: map[string]*pool{}, conns: map[int]bool{}, lastUse: time.Now()}, nil
 }
 
 func (s *Server) log() *slog.Logger {
@@ -137,11 +141,28 @@ func (s *Server) Close() {
 	unix.Close(s.lfd)
 }
 
+// janitor frees the pools of removed topics and, with cfg.Idle, ends an
+// idle server. Without pools and without an idle exit it has nothing to
+// watch: it waits for the first pool (a daemon that bridges but serves no
+// GPU makes no wake-ups for it).
 func (s *Server) janitor() {
 	defer s.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
+		s.mu.Lock()
+		nothing := s.cfg.Idle == 0 && len(s.pools) == 0
+		s.mu.Unlock()
+		if nothing {
+			t.Stop()
+			select {
+			case <-s.stop:
+				return
+			case <-s.pooled:
+			}
+			t.Reset(250 * time.Millisecond)
+			continue
+		}
 		select {
 		case <-s.stop:
 			return
@@ -278,6 +299,10 @@ func (s *Server) handle(req Request, cred *unix.Ucred) (Reply, int) {
 			return Reply{Error: err.Error(), NotSup: errors.Is(err, cuda.ErrNotSupported)}, -1
 		}
 		s.pools[req.Segment] = p
+		select {
+		case s.pooled <- struct{}{}:
+		default:
+		}
 		s.log().Info("GPU pool allocated", "segment", req.Segment, "bytes", p.Size, "device", p.Device, "handle", p.Handle, "for_pid", cred.Pid)
 	}
 	r := Reply{OK: true, Handle: p.Handle, Size: p.Size, Pid: os.Getpid()}

@@ -61,8 +61,11 @@ type core struct {
 
 	ep *C.struct_fid_ep
 	cq *C.struct_fid_cq
-	eq *C.struct_fid_eq // MSG endpoints: connection events
-	av *C.struct_fid_av // RDM endpoints: the peer's address
+	// waitFD is the completion queue's wait object (FI_WAIT_FD), what an
+	// idle owner sleeps on (sleep.go); -1 where the provider has none.
+	waitFD int
+	eq     *C.struct_fid_eq // MSG endpoints: connection events
+	av     *C.struct_fid_av // RDM endpoints: the peer's address
 	// peer is the destination of every write (FI_ADDR_UNSPEC when
 	// connected).
 	peer C.fi_addr_t
@@ -76,6 +79,7 @@ type core struct {
 	kind     []uint8 // transmit slot kinds
 	free     []int32 // free transmit slots
 	ents     unsafe.Pointer
+	eqArgs   unsafe.Pointer // an eqArgs in C memory (pollEQ)
 	ctlMem   unsafe.Pointer // rxDepth receive buffers, then ctlTxBufs send buffers
 	ctlMR    *C.struct_fid_mr
 	ctlDesc  unsafe.Pointer
@@ -117,7 +121,7 @@ type core struct {
 // newCore creates, binds and enables an endpoint from info (for RDM,
 // info's source address names it), and posts its receives.
 func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) (*core, error) {
-	c := &core{p: p, mu: mu, peer: addrUnspec, rxDepth: rxDepth}
+	c := &core{p: p, mu: mu, peer: addrUnspec, rxDepth: rxDepth, waitFD: -1}
 	// One context per operation the provider says it can queue. (tcp in
 	// libfabric 1.17 takes more and never answers -FI_EAGAIN for a full
 	// queue: its transfer pool grows without bound; the contexts bound it.)
@@ -130,8 +134,8 @@ func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) 
 		return fail(fiError("fi_endpoint", int(-r), ""))
 	}
 	live.endpoints.Add(1)
-	if r := C.rg_cq_open(p.domain, C.size_t(c.txSlots+c.rxDepth+1024), &c.cq); r != 0 {
-		return fail(fiError("fi_cq_open", int(-r), ""))
+	if err := c.openCQ(); err != nil {
+		return fail(err)
 	}
 	if p.epType == epMsg {
 		if r := C.rg_eq_open(p.fabric, &c.eq); r != 0 {
@@ -149,7 +153,8 @@ func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) 
 	c.ctx = C.calloc(C.size_t(n), ctxSize)
 	c.ents = C.calloc(cqBatch, entSize)
 	c.ctlMem = C.calloc(C.size_t(c.rxDepth+ctlTxBufs), ctlSize)
-	if c.ctx == nil || c.ents == nil || c.ctlMem == nil {
+	c.eqArgs = C.calloc(1, C.size_t(unsafe.Sizeof(eqArgs{})))
+	if c.ctx == nil || c.ents == nil || c.ctlMem == nil || c.eqArgs == nil {
 		return fail(errors.New("libfabric: out of C memory for contexts"))
 	}
 	c.kind = make([]uint8, c.txSlots)
@@ -381,20 +386,28 @@ func (c *core) readErr() {
 	c.fail(fiError("completion", code, C.GoString(&msg[0])))
 }
 
-// pollEQ notices a connected endpoint's shutdown or error.
+// eqArgs are pollEQ's out-arguments to rg_eq_read.
+type eqArgs struct {
+	info  *C.struct_fi_info
+	fid   C.fid_t
+	iserr C.int
+	msg   [256]C.char
+}
+
+// pollEQ notices a connected endpoint's shutdown or error. Its C
+// arguments live in C memory (eqArgs): Go values passed to C escape to
+// the heap, and an idle endpoint polls its event queue now and then.
 func (c *core) pollEQ() {
-	var info *C.struct_fi_info
-	var fid C.fid_t
-	var iserr C.int
-	var msg [256]C.char
-	ev := C.rg_eq_read(c.eq, &info, &fid, &iserr, &msg[0], C.size_t(len(msg)))
-	if info != nil {
-		C.fi_freeinfo(info)
+	a := (*eqArgs)(c.eqArgs)
+	a.info = nil
+	ev := C.rg_eq_read(c.eq, &a.info, &a.fid, &a.iserr, &a.msg[0], C.size_t(len(a.msg)))
+	if a.info != nil {
+		C.fi_freeinfo(a.info)
 	}
 	switch {
 	case ev == -fiEAGAIN:
-	case iserr != 0:
-		c.fail(fiError("connection event", int(-ev), C.GoString(&msg[0])))
+	case a.iserr != 0:
+		c.fail(fiError("connection event", int(-ev), C.GoString(&a.msg[0])))
 	case ev == evShutdown:
 		c.fail(fmt.Errorf("libfabric %s: %w (FI_SHUTDOWN)", c.p.name, transport.ErrPeerClosed))
 	}
@@ -651,185 +664,8 @@ func (c *core) closeAll() error {
 	C.free(c.ctx)
 	C.free(c.ents)
 	C.free(c.ctlMem)
+	C.free(c.eqArgs)
 	c.ep, c.cq, c.eq, c.av, c.ctlMR = nil, nil, nil, nil, nil
-	c.ctx, c.ents, c.ctlMem = nil, nil, nil
+	c.ctx, c.ents, c.ctlMem, c.eqArgs = nil, nil, nil, nil
 	return errors.Join(errs...)
-}
-
-// Endpoint is a connection to one peer; it implements transport.Endpoint.
-type Endpoint struct {
-	mu sync.Mutex
-	c  *core // guarded by mu
-}
-
-// newEndpoint creates an endpoint from info and tracks it in p.
-func (p *Provider) newEndpoint(info *C.struct_fi_info) (*Endpoint, error) {
-	e := &Endpoint{}
-	rx := 8 // control messages only
-	if p.rxCQData {
-		rx = min(p.rxSize, 1024) // every immediate consumes one
-	}
-	c, err := p.newCore(&e.mu, info, rx)
-	if err != nil {
-		return nil, err
-	}
-	e.c = c
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.destroy()
-		return nil, transport.ErrClosed
-	}
-	p.endpoints[e] = struct{}{}
-	return e, nil
-}
-
-// WriteImm implements transport.Endpoint.
-func (e *Endpoint) WriteImm(src []byte, local transport.Region, remote transport.RemoteRegion, off uint64, imm uint64) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.c.write(src, local, remote, off, imm, true)
-}
-
-// Write implements transport.Endpoint.
-func (e *Endpoint) Write(src []byte, local transport.Region, remote transport.RemoteRegion, off uint64) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.c.write(src, local, remote, off, 0, false)
-}
-
-// Poll implements transport.Endpoint.
-func (e *Endpoint) Poll(imms []uint64) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.c
-	if c.closed {
-		return 0, transport.ErrClosed
-	}
-	// Progress goes on after a failure: a peer that said bye waits for
-	// our ack.
-	c.progress()
-	n := copy(imms, c.pending[c.head:])
-	c.head += n
-	if c.head == len(c.pending) {
-		c.pending, c.head = c.pending[:0], 0
-	}
-	if n == 0 && c.err != nil {
-		return 0, c.err
-	}
-	return n, nil
-}
-
-// Wait implements transport.Endpoint.
-func (e *Endpoint) Wait(imms []uint64, timeout time.Duration) (int, error) {
-	return transport.PollWait(e.Poll, imms, timeout)
-}
-
-// Flush implements transport.Endpoint.
-func (e *Endpoint) Flush(timeout time.Duration) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.c
-	deadline := time.Now().Add(timeout)
-	for spins := 0; ; spins++ {
-		if c.closed {
-			return transport.ErrClosed
-		}
-		c.progress()
-		if c.inflight == 0 {
-			return nil
-		}
-		if c.err != nil {
-			return c.err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("libfabric %s: flush: %d writes not completed: %w", c.p.name, c.inflight, transport.ErrTimeout)
-		}
-		if !c.pause(spins) {
-			return transport.ErrClosed
-		}
-	}
-}
-
-// Stats implements transport.Endpoint.
-func (e *Endpoint) Stats() transport.Stats {
-	c := e.c
-	return transport.Stats{
-		Writes:      c.writes.Load(),
-		Completions: c.completions.Load(),
-		Imms:        c.imms.Load(),
-		Retries:     c.retries.Load(),
-		Fences:      c.fences.Load(),
-	}
-}
-
-// sendRaw sends src (inside local) as a plain message to the peer: tests
-// use it to make the peer's receive fail for real (a message longer than
-// its posted buffers: FI_ETRUNC through fi_cq_readerr).
-func (e *Endpoint) sendRaw(src []byte, local *Region) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.c
-	if err := c.usable(); err != nil {
-		return err
-	}
-	buf, desc, err := local.span(src)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(c.p.opts.Timeout)
-	i, err := c.slot(deadline, false)
-	if err != nil {
-		return err
-	}
-	n := C.size_t(len(src))
-	return c.post(i, slotCtl, c.peer, deadline, func(ctx unsafe.Pointer) C.ssize_t {
-		return C.rg_send(c.ep, buf, n, desc, c.peer, ctx)
-	})
-}
-
-// ProviderEAgain counts the posts the provider refused with -FI_EAGAIN
-// (Stats().Retries also counts waits for a free context slot).
-func (e *Endpoint) ProviderEAgain() uint64 { return e.c.eagains.Load() }
-
-// Close implements transport.Endpoint. A healthy endpoint says bye and
-// waits (at most 2 s, progressing) until its operations completed and the
-// peer acknowledged; one whose peer said bye first makes sure its ack left.
-func (e *Endpoint) Close() error {
-	e.mu.Lock()
-	c := e.c
-	if c.closed {
-		e.mu.Unlock()
-		return transport.ErrClosed
-	}
-	c.holdLock = true // nobody else may use the endpoint while it closes
-	deadline := time.Now().Add(min(2*time.Second, c.p.opts.Timeout))
-	sentBye := false
-	if c.err == nil {
-		if err := c.sendCtl(1, c.peer, ctlBye, "", deadline); err != nil {
-			c.fail(err)
-		} else {
-			sentBye = true
-		}
-	}
-	// Wait while the peer is still there to answer: until every operation
-	// completed, the ack we owe is out, and our bye is acknowledged.
-	for spins := 0; time.Now().Before(deadline); spins++ {
-		if c.err != nil && !c.byeIn {
-			break // a hard failure: nobody will answer
-		}
-		if len(c.free) == c.txSlots && (!c.byeIn || c.ackSent) && (!sentBye || c.ackIn) {
-			break
-		}
-		if c.progress() == 0 {
-			c.pause(spins)
-		}
-	}
-	c.closed = true
-	err := c.release()
-	e.mu.Unlock()
-	c.p.mu.Lock()
-	delete(c.p.endpoints, e)
-	c.p.mu.Unlock()
-	return err
 }

@@ -94,13 +94,26 @@ static inline int rg_fabric(struct fi_info *i, struct fid_fabric **f) {
 	return fi_fabric(i->fabric_attr, f, NULL);
 }
 
-static inline int rg_cq_open(struct fid_domain *d, size_t size, struct fid_cq **cq) {
+// rg_cq_open opens a completion queue; with wait_fd its wait object is a
+// file descriptor (FI_WAIT_FD) an idle owner can sleep on.
+static inline int rg_cq_open(struct fid_domain *d, size_t size, int wait_fd, struct fid_cq **cq) {
 	struct fi_cq_attr a;
 	memset(&a, 0, sizeof a);
 	a.size = size;
 	a.format = FI_CQ_FORMAT_DATA;
-	a.wait_obj = FI_WAIT_NONE;
+	a.wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE;
 	return fi_cq_open(d, &a, cq, NULL);
+}
+
+// rg_cq_wait_fd returns the file descriptor of a completion queue opened
+// with FI_WAIT_FD (fi_control FI_GETWAIT).
+static inline int rg_cq_wait_fd(struct fid_cq *cq, int *fd) { return fi_control(&cq->fid, FI_GETWAIT, fd); }
+
+// rg_trywait says whether the owner of cq may sleep on its file
+// descriptor now (0) or must read it first (-FI_EAGAIN).
+static inline int rg_trywait(struct fid_fabric *f, struct fid_cq *cq) {
+	struct fid *fids[1] = { &cq->fid };
+	return fi_trywait(f, fids, 1);
 }
 
 static inline int rg_eq_open(struct fid_fabric *f, struct fid_eq **eq) {

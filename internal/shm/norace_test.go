@@ -1,0 +1,6 @@
+//go:build !race
+
+package shm
+
+// raceEnabled: built with the race detector, whose instrumentation allocates.
+const raceEnabled = false
