@@ -47,6 +47,10 @@ const (
 	// open while a record streams in.
 	railSpin   = 500 * time.Microsecond
 	pollMoving = 20 * time.Microsecond
+	// railSpinMost bounds the spin a steady stream earns (railIdle.spin):
+	// messages that come closer than this apart are waited for polling,
+	// so each one does not begin with a pump's sleep and wake.
+	railSpinMost = 5 * time.Millisecond
 	// railDoze is how long a rail that expects traffic backs off before it
 	// sleeps in the kernel; railDoorbell the same for a reader's rail that
 	// needs a doorbell (two control messages per quiet spell).
@@ -67,6 +71,42 @@ type railIdle struct {
 	dozing bool
 	// timedOut: the last sleep ended by railSafety, not by a wake.
 	timedOut bool
+	// lastGot is when the peer's traffic last came (an immediate or a new
+	// word), gap the moving average of the times between its arrivals
+	// (those over railGapLeast apart: a striped message's records come
+	// together), so spin can follow the stream.
+	lastGot time.Time
+	gap     time.Duration
+}
+
+// railGapLeast: arrivals closer together than this are one burst.
+const railGapLeast = 50 * time.Microsecond
+
+// got records an arrival of the peer's traffic at now.
+func (i *railIdle) got(now time.Time) {
+	if !i.lastGot.IsZero() {
+		if d := now.Sub(i.lastGot); d >= railGapLeast {
+			if i.gap == 0 {
+				i.gap = d
+			} else {
+				i.gap = (3*i.gap + d) / 4
+			}
+		}
+	}
+	i.lastGot = now
+}
+
+// spin is how long the pump keeps polling after it last moved something:
+// railSpin, or twice the stream's usual gap when its messages come closer
+// than railSpinMost apart (at most that), so that a steady stream's next
+// message finds the pump polling. A stream of a few messages a second
+// (a camera's frames) keeps railSpin: its pumps would spin most of the
+// time for nothing.
+func (i *railIdle) spin() time.Duration {
+	if i.gap == 0 || i.gap > railSpinMost {
+		return railSpin
+	}
+	return min(max(2*i.gap, railSpin), railSpinMost)
 }
 
 // pause waits after a pass that moved nothing (see above). sending: the
@@ -74,7 +114,7 @@ type railIdle struct {
 // expected. It reports whether a kick ended it.
 func (r *rail) pause(spins int, sending, expect bool, timer *time.Timer) bool {
 	quiet := time.Since(r.active)
-	if sending || quiet < railSpin {
+	if sending || quiet < r.idle.spin() {
 		runtime.Gosched()
 		return r.kicked()
 	}

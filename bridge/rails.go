@@ -306,8 +306,8 @@ func (r *rail) run() {
 		}
 		t0 := time.Now()
 		n, err := r.ep.Poll(imms)
-		if time.Since(t0) > pollMoving {
-			r.active = time.Now() // bytes moved, whether or not a completion says so yet
+		if t1 := time.Now(); t1.Sub(t0) > pollMoving {
+			r.active = t1 // bytes moved, whether or not a completion says so yet
 		}
 		if s.fenced {
 			s.landMu.RUnlock()
@@ -342,6 +342,9 @@ func (r *rail) run() {
 				s.event()
 			}
 			moved = true
+		}
+		if got {
+			r.idle.got(time.Now())
 		}
 		if got && r.idle.timedOut {
 			s.late.Add(1) // a sleep's safety timeout found what a wake should have announced

@@ -147,3 +147,44 @@ func TestRailsStripe(t *testing.T) {
 		})
 	}
 }
+
+// A rail's spin follows a steady stream: arrivals 1 ms apart (a striped
+// message's records together count once) earn twice that, a camera's
+// 33 ms keep the short spin, and no stream keeps it too.
+func TestRailSpinFollowsStream(t *testing.T) {
+	var i railIdle
+	if got := i.spin(); got != railSpin {
+		t.Fatalf("no stream: spin %v, want %v", got, railSpin)
+	}
+	t0 := time.Unix(0, 0)
+	for k := range 20 {
+		at := t0.Add(time.Duration(k) * time.Millisecond)
+		for r := range 4 { // a message striped over 4 rails: 4 arrivals at once
+			i.got(at.Add(time.Duration(r) * time.Microsecond))
+		}
+	}
+	if got := i.spin(); got < 1900*time.Microsecond || got > 2*time.Millisecond {
+		t.Fatalf("1 ms stream: spin %v, want about 2ms", got)
+	}
+	var c railIdle
+	for k := range 10 {
+		c.got(t0.Add(time.Duration(k) * 33 * time.Millisecond))
+	}
+	if got := c.spin(); got != railSpin {
+		t.Fatalf("33 ms stream: spin %v, want %v", got, railSpin)
+	}
+	var f railIdle
+	for k := range 10 {
+		f.got(t0.Add(time.Duration(k) * 100 * time.Microsecond))
+	}
+	if got := f.spin(); got != railSpin {
+		t.Fatalf("100 µs stream: spin %v, want %v (never under railSpin)", got, railSpin)
+	}
+	var s railIdle
+	for k := range 10 {
+		s.got(t0.Add(time.Duration(k) * 4 * time.Millisecond))
+	}
+	if got := s.spin(); got != railSpinMost {
+		t.Fatalf("4 ms stream: spin %v, want %v (at most railSpinMost)", got, railSpinMost)
+	}
+}
