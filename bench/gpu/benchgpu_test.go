@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,9 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 	res.WriteMarkdown(&md)
 	tables := benchtest.MarkdownTables(t, md.String())
 	wantTables := 3 + len(paths)
+	if slices.Contains(paths, PathShared) {
+		wantTables++ // Pinned-Shared's stage table
+	}
 	if len(tables) != wantTables {
 		t.Errorf("%d tables, want %d:\n%s", len(tables), wantTables, md.String())
 	}
