@@ -294,14 +294,9 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 		if err := control.Decode(payload, &a); err != nil {
 			return err
 		}
-		b.mu.Lock()
-		var l *readerLink
-		if p := b.peers[host]; p != nil {
-			l = p.readers[a.Ring]
-		}
-		b.mu.Unlock()
-		if l == nil {
-			return fmt.Errorf("%w: accept for unknown ring %d", control.ErrProtocol, a.Ring)
+		l, err := b.readerOf(host, a.Ring, "accept for unknown ring")
+		if err != nil {
+			return err
 		}
 		return l.onAccept(&a)
 	case msgTopicMap:
@@ -309,14 +304,9 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 		if err := control.Decode(payload, &m); err != nil {
 			return err
 		}
-		b.mu.Lock()
-		var l *readerLink
-		if p := b.peers[host]; p != nil {
-			l = p.readers[m.Ring]
-		}
-		b.mu.Unlock()
-		if l == nil {
-			return fmt.Errorf("%w: topic map for unknown ring %d", control.ErrProtocol, m.Ring)
+		l, err := b.readerOf(host, m.Ring, "topic map for unknown ring")
+		if err != nil {
+			return err
 		}
 		return l.onTopicMap(&m)
 	case msgDoze:
@@ -327,14 +317,9 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 		if err := checkRail("doze", m.Rail); err != nil {
 			return err
 		}
-		b.mu.Lock()
-		var l *writerLink
-		if p := b.peers[host]; p != nil {
-			l = p.writers[m.Ring]
-		}
-		b.mu.Unlock()
-		if l == nil {
-			return fmt.Errorf("%w: doze of unknown ring %d", control.ErrProtocol, m.Ring)
+		l, err := b.writerOf(host, m.Ring, "doze of unknown ring")
+		if err != nil {
+			return err
 		}
 		l.onDoze(&m)
 	case msgWake:
@@ -345,14 +330,9 @@ func (b *Bridge) handle(host string, c *control.Conn, parts *partial, t control.
 		if err := checkRail("wake", m.Rail); err != nil {
 			return err
 		}
-		b.mu.Lock()
-		var l *readerLink
-		if p := b.peers[host]; p != nil {
-			l = p.readers[m.Ring]
-		}
-		b.mu.Unlock()
-		if l == nil {
-			return fmt.Errorf("%w: wake of unknown ring %d", control.ErrProtocol, m.Ring)
+		l, err := b.readerOf(host, m.Ring, "wake of unknown ring")
+		if err != nil {
+			return err
 		}
 		l.onWake(&m)
 	case msgRingDown:
@@ -500,4 +480,25 @@ func (b *Bridge) expirePeers() {
 	if removed {
 		b.dom.NotifyGraphChanged() // their nodes and endpoints left the graph
 	}
+}
+
+// readerOf is the reader link of ring id of the peer host, for a control
+// message about it (what it is, in the error when there is none).
+func (b *Bridge) readerOf(host string, id uint32, what string) (*readerLink, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.peers[host]; p != nil && p.readers[id] != nil {
+		return p.readers[id], nil
+	}
+	return nil, fmt.Errorf("%w: %s %d", control.ErrProtocol, what, id)
+}
+
+// writerOf is readerOf for a writer link.
+func (b *Bridge) writerOf(host string, id uint32, what string) (*writerLink, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.peers[host]; p != nil && p.writers[id] != nil {
+		return p.writers[id], nil
+	}
+	return nil, fmt.Errorf("%w: %s %d", control.ErrProtocol, what, id)
 }
