@@ -118,6 +118,8 @@ type Bridge struct {
 	prov   transport.Provider
 	hostID string
 	secret []byte
+	// instance names this bridge's life in its Hellos (Hello.Instance).
+	instance uint64
 
 	listener *control.Listener
 	statusLn net.Listener
@@ -150,8 +152,13 @@ type Bridge struct {
 
 // peer is one remote daemon, by host id.
 type peer struct {
-	host     string
-	conns    map[*control.Conn]struct{} // live control connections
+	host string
+	// conns are the live control connections, each with the order it
+	// came up in; instance is the peer daemon's (Hello.Instance) they
+	// belong to (0: not announced).
+	conns    map[*control.Conn]uint64
+	connSeq  uint64
+	instance uint64
 	interest map[string]topicInterest
 	graph    graphMsg
 	readers  map[uint32]*readerLink // rings this host owns and the peer writes (our ids)
@@ -255,7 +262,7 @@ func New(opts Options) (*Bridge, error) {
 		dom.Close()
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
-	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret,
+	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret, instance: randomEpoch(),
 		quit: make(chan struct{}), burst: make(chan struct{}, 1), peers: map[string]*peer{},
 		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}
@@ -335,10 +342,14 @@ func (b *Bridge) send(c *control.Conn, t control.MsgType, v any) bool {
 
 // conn returns a live control connection to the peer (the newest), or nil.
 func (p *peer) conn() *control.Conn {
-	for c := range p.conns {
-		return c
+	var newest *control.Conn
+	var seq uint64
+	for c, n := range p.conns {
+		if newest == nil || n > seq {
+			newest, seq = c, n
+		}
 	}
-	return nil
+	return newest
 }
 
 // wantedTopic is what a writer link should carry for one topic: the QoS

@@ -106,6 +106,7 @@ func TestSlowlorisDuringPeerRestart(t *testing.T) {
 	defer b.Close()
 	peer := control.Peer{Host: "127.0.0.1", Port: b.listener.Addr().(*net.TCPAddr).Port}
 	a := mk("a", "", []control.Peer{peer}, testLog(t))
+	t.Cleanup(func() { a.Close() }) // the current a, when the test fails
 	// Endpoints on a are closed before a is (a restart closes it).
 	exchangeClose := func(topic string) {
 		t.Helper()

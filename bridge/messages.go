@@ -116,6 +116,13 @@ type ringOffer struct {
 	Provider    string `json:"provider"`
 	Addr        string `json:"addr"`
 	Head        uint64 `json:"head"`
+	// HeadWriter is the writer instance whose stream Head counts (the
+	// writer epoch of the last accept the reader took; 0: none). A writer
+	// of another instance (its daemon restarted, and the reader offered
+	// again before it took the new writer's accept) starts afresh, as for
+	// a new reader: Head is no position in its stream. Absent (a reader
+	// that does not send it): Head is taken as the answering writer's.
+	HeadWriter uint64 `json:"head_writer,omitempty"`
 	// Offer numbers the reader's offers of this ring: the accept names
 	// the one it answers, so a late answer to an older offer is ignored.
 	Offer uint64 `json:"offer"`

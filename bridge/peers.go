@@ -15,7 +15,7 @@ import (
 // startControl listens for peers and dials the configured ones.
 func (b *Bridge) startControl() error {
 	hs := control.HandshakeConfig{Secret: b.secret, HostID: b.hostID, Name: "rgapsd", Domain: int(b.opts.Engine.Domain),
-		Features: []string{featureDoorbell}}
+		Features: []string{featureDoorbell}, Instance: b.instance}
 	if b.opts.Control.Listen != "" {
 		ln, err := control.Listen(b.opts.Control.Listen, hs, b.log)
 		if err != nil {
@@ -106,7 +106,7 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 	var parts partial // statements of cur arriving in parts
 	sc.OnUp = func(c *control.Conn, h control.Hello) {
 		cur, host, parts = c, h.HostID, partial{}
-		if !b.peerUp(host, c, slices.Contains(h.Features, featureDoorbell)) {
+		if !b.peerUp(host, c, h) {
 			cur = nil // refused: closed, its messages are dropped
 			c.Close()
 		}
@@ -133,15 +133,30 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 
 // peerUp registers a control connection; the first one brings the peer
 // up: it gets our interest and graph, and (one ring per host pair) a ring
-// to write into. It refuses (false) a new host id beyond MaxPeers and a
-// connection beyond MaxConnsPerPeer; the caller closes it.
-func (b *Bridge) peerUp(host string, c *control.Conn, doorbell bool) bool {
+// to write into. A connection of another instance of the peer's daemon
+// (it restarted, and came back before its old connections were found
+// dead) closes the old ones and takes the links down first, so the
+// restarted daemon is brought up as a new one. It refuses (false) a new
+// host id beyond MaxPeers and a connection beyond MaxConnsPerPeer; the
+// caller closes it.
+func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return false
 	}
 	p := b.peers[host]
+	var stale []*control.Conn
+	var restarted []interface{ linkDown(string, uint64) }
+	if p != nil && h.Instance != 0 && p.instance != 0 && h.Instance != p.instance && len(p.conns) > 0 {
+		for old := range p.conns {
+			stale = append(stale, old)
+		}
+		clear(p.conns)
+		p.live.Store(nil)
+		restarted = p.linksLocked()
+		b.log.Warn("peer restarted: its older control connections are closed", "peer", host, "closed", len(stale))
+	}
 	if p == nil && len(b.peers) >= b.opts.MaxPeers {
 		b.mu.Unlock()
 		b.refusals.Log(slog.LevelWarn, "peer refused: too many peers", "peer", host, "addr", c.RemoteAddr().String(), "max_peers", b.opts.MaxPeers)
@@ -153,13 +168,18 @@ func (b *Bridge) peerUp(host string, c *control.Conn, doorbell bool) bool {
 		return false
 	}
 	if p == nil {
-		p = &peer{host: host, conns: map[*control.Conn]struct{}{}, interest: map[string]topicInterest{},
+		p = &peer{host: host, conns: map[*control.Conn]uint64{}, interest: map[string]topicInterest{},
 			readers: map[uint32]*readerLink{}, writers: map[uint32]*writerLink{}}
 		b.peers[host] = p
 	}
 	first := len(p.conns) == 0
-	p.conns[c] = struct{}{}
-	p.doorbell.Store(doorbell) // the newest connection's daemon speaks for the peer
+	p.connSeq++
+	p.conns[c] = p.connSeq
+	if h.Instance != 0 {
+		p.instance = h.Instance
+	}
+	// The newest connection's daemon speaks for the peer.
+	p.doorbell.Store(slices.Contains(h.Features, featureDoorbell))
 	p.setLive()
 	p.downSince = time.Time{}
 	var offers []func()
@@ -169,6 +189,12 @@ func (b *Bridge) peerUp(host string, c *control.Conn, doorbell bool) bool {
 		offers = b.offerRingsLocked(p)
 	}
 	b.mu.Unlock()
+	for _, old := range stale {
+		old.Close() // its OnDown finds it no longer registered
+	}
+	for _, l := range restarted {
+		l.linkDown("the peer's daemon restarted", 0)
+	}
 	b.sendLocal([]*control.Conn{c}, true, true)
 	for _, f := range offers {
 		f()
@@ -199,13 +225,7 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 		return
 	}
 	b.log.Warn("peer down", "peer", host, "err", err)
-	var links []interface{ linkDown(string, uint64) }
-	for _, l := range p.writers {
-		links = append(links, l)
-	}
-	for _, l := range p.readers {
-		links = append(links, l)
-	}
+	links := p.linksLocked()
 	// Its interest stays for PeerExpiry: the bridge subscriptions keep
 	// queueing (RELIABLE KEEP_ALL ones hold the publishers back), so a
 	// peer that comes back loses nothing (expirePeers forgets it after).
@@ -214,6 +234,18 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 	for _, l := range links {
 		l.linkDown("control connection lost", 0)
 	}
+}
+
+// linksLocked lists the peer's data links. Must hold b.mu.
+func (p *peer) linksLocked() []interface{ linkDown(string, uint64) } {
+	var links []interface{ linkDown(string, uint64) }
+	for _, l := range p.writers {
+		links = append(links, l)
+	}
+	for _, l := range p.readers {
+		links = append(links, l)
+	}
+	return links
 }
 
 // offerRingsLocked creates the reader links a peer should write into: one

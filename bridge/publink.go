@@ -231,8 +231,17 @@ func (l *writerLink) open(in *inbox) error {
 		l.local = reg
 	}
 	o := &p.o
-	if l.w == nil || o.ReaderEpoch != l.readerEpoch || p.cfg != l.cfg {
-		if l.w != nil {
+	// The reader's Head counts another writer instance's stream: this
+	// daemon restarted and the reader offered again before it took our
+	// accept. It starts afresh on our next accept, and so does the writer.
+	otherWriter := o.HeadWriter != 0 && o.HeadWriter != l.epoch
+	if l.w == nil || o.ReaderEpoch != l.readerEpoch || p.cfg != l.cfg || otherWriter {
+		switch {
+		case l.w == nil:
+		case otherWriter && o.ReaderEpoch == l.readerEpoch && p.cfg == l.cfg:
+			l.b.log.Info("the reader has not taken this writer's accept yet: the ring starts again at 0",
+				"peer", l.host, "ring", l.id, "unacknowledged", l.inFlight())
+		default:
 			l.b.log.Warn("remote reader restarted: unacknowledged messages are written again (the reader lost its duplicate state)",
 				"peer", l.host, "ring", l.id, "unacknowledged", l.inFlight())
 		}

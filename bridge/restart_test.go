@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -132,4 +133,72 @@ func TestReaderRestartMidMessage(t *testing.T) {
 		t.Fatalf("the next message: %d bytes", smp.Size())
 	}
 	smp.Return()
+}
+
+// The publishing daemon restarts, and the reader offers its ring again
+// before it took the new writer's accept: its Head still counts the old
+// writer's stream. The new writer refused that Head ("head update passes
+// tail") on every offer, and the link never came up again (seen once in
+// about 100 runs of TestSlowlorisDuringPeerRestart on two loaded cores).
+func TestWriterRestartBeforeReaderTookAccept(t *testing.T) {
+	var fail atomic.Pointer[Bridge] // the bridge whose reader fails its next start
+	startHook = func(l *readerLink, a *ringAccept) error {
+		if fail.CompareAndSwap(l.b, nil) {
+			return errors.New("test: the link fails before the accept is applied")
+		}
+		return nil
+	}
+	t.Cleanup(func() { startHook = nil }) // after the bridges' own cleanups
+	mk := func(host, listen string, peers []control.Peer) *Bridge {
+		br, err := New(Options{
+			Engine:   zerocopy.Config{Prefix: testutil.Prefix() + host, PoolSize: 64 << 20, SkipStaleClean: true},
+			Control:  control.Config{Listen: listen, Peers: peers, Secret: twoHostSecret, HostID: "host-" + host, Heartbeat: 100 * time.Millisecond, DeadAfter: time.Second},
+			Provider: "tcp", RingSize: 4 << 20, Log: testLog(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { br.Close() })
+		return br
+	}
+	b := mk("b", "127.0.0.1:0", nil)
+	peer := control.Peer{Host: "127.0.0.1", Port: b.listener.Addr().(*net.TCPAddr).Port}
+	a := mk("a", "", []control.Peer{peer})
+	q := reliable()
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/restart", Type: "std_msgs/msg/String", Node: "/l", QoS: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	send := func(a *Bridge, seed int) {
+		t.Helper()
+		pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/restart", Type: "std_msgs/msg/String", Node: "/t", QoS: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.Close()
+		testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+		for i, n := range []int{10, 100000} {
+			msg := stagedMsg(seed+i, n)
+			if err := pub.Publish(msg); err != nil {
+				t.Fatal(err)
+			}
+			smp, err := sub.TakeWait(20 * time.Second)
+			if err != nil {
+				t.Fatalf("message %d of writer %d: %v", i, seed, err)
+			}
+			if !bytes.Equal(smp.Bytes(), msg) {
+				t.Fatalf("message %d of writer %d: %d bytes, want %d (intact)", i, seed, smp.Size(), n)
+			}
+			smp.Return()
+		}
+	}
+	send(a, 1) // b's reader now has a Head in a's stream
+	a.Close()
+	fail.Store(b)
+	a = mk("a", "", []control.Peer{peer})
+	send(a, 3)
+	if fail.Load() != nil {
+		t.Fatal("b's reader never took an accept from the restarted writer")
+	}
 }

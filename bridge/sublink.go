@@ -213,13 +213,13 @@ func (l *readerLink) open(*inbox) error {
 	l.enter(linkOffered)
 	b.wg.Add(1)
 	go l.acceptAll(ln, l.offers, l.cfg.Rails)
-	var head uint64
+	var head, headWriter uint64
 	if l.r != nil {
-		head = l.r.Head()
+		head, headWriter = l.r.Head(), l.writerEpoch
 	}
 	o := ringOffer{Ring: l.id, Topic: l.only, ReaderEpoch: l.epoch, Size: l.cfg.Size, MaxChunk: l.cfg.MaxChunk,
 		Mode: uint8(l.cfg.Mode), Watermark: uint8(l.cfg.Watermark), CompactImm: l.cfg.CompactImm,
-		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, Offer: l.offers,
+		Region: toRegion(l.mem.Desc()), TailOff: l.cfg.Size, Provider: b.prov.Name(), Addr: ln.Addr(), Head: head, HeadWriter: headWriter, Offer: l.offers,
 		RingVersion: ring.Version, Rails: l.cfg.Rails}
 	if !b.send(c, msgRingOffer, o) {
 		return errors.New("no control connection to the peer")
@@ -252,11 +252,20 @@ func netJoin(host string) string {
 	return host + ":0"
 }
 
+// startHook, when set (tests only), runs first in every start; its error
+// fails the link before the accept is applied.
+var startHook func(*readerLink, *ringAccept) error
+
 // start applies the writer's accept: a new writer instance starts a fresh
 // reader at position 0; the same writer resumes at its restart position
 // (records received but not consumed are dropped; consumed ones it sends
 // again are flagged duplicates).
 func (l *readerLink) start(a *ringAccept) error {
+	if startHook != nil {
+		if err := startHook(l, a); err != nil {
+			return err
+		}
+	}
 	if l.r == nil || a.WriterEpoch != l.writerEpoch {
 		if a.Restart != 0 {
 			return fmt.Errorf("%w: a new writer restarts at %d, not 0", control.ErrProtocol, a.Restart)

@@ -51,6 +51,11 @@ type Hello struct {
 	Name     string   `json:"name"`
 	Nonce    []byte   `json:"nonce"` // NonceLen random bytes (base64 in JSON)
 	Features []string `json:"features"`
+	// Instance names the daemon process (random, fixed for its life): a
+	// connection of another instance of a known host id means that host's
+	// daemon restarted, and its older connections are dead. Absent (0):
+	// not announced.
+	Instance uint64 `json:"instance,omitempty"`
 }
 
 // Auth carries a side's MAC over both Hellos (see Handshake).
@@ -101,6 +106,9 @@ type HandshakeConfig struct {
 	Timeout time.Duration
 	// Features are announced to the peer, uninterpreted here.
 	Features []string
+	// Instance is announced to the peer (Hello.Instance), uninterpreted
+	// here.
+	Instance uint64
 }
 
 func (cfg *HandshakeConfig) check() error {
@@ -189,6 +197,7 @@ func (h *handshake) run() (Hello, error) {
 		Name:     h.cfg.Name,
 		Nonce:    make([]byte, NonceLen),
 		Features: h.cfg.Features,
+		Instance: h.cfg.Instance,
 	}
 	rand.Read(own.Nonce) // never fails (crypto/rand's contract)
 	ownRaw, err := encode(TypeHello, own)
