@@ -159,3 +159,51 @@ func linkPasses(br *Bridge) uint64 {
 	}
 	return n
 }
+
+// A writer's rail 0 that waits for a kick alone (nothing was in flight)
+// is kicked when records go out on another rail (a wrapped record goes on
+// the previous record's rail, not on rail 0): the reader's head
+// write-back comes on rail 0, and was found only by rail 0's safety
+// timeout (1 s), the writer's ring held meanwhile.
+func TestWriterRail0KickedWhenRecordsGoOut(t *testing.T) {
+	a, b := pair(t, "tcp", func(o *Options) { o.Rails, o.MaxChunk, o.RingSize = 3, 256<<10, 1<<20 })
+	sub, pub := endpoints(t, a, b, "/wrap", reliable())
+	next := 0
+	send := func(sizes ...int) {
+		t.Helper()
+		first := next
+		for _, n := range sizes {
+			if err := pub.Publish(railMsg(next, n)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		for i, n := range sizes {
+			smp, err := sub.TakeWait(20 * time.Second)
+			if err != nil {
+				t.Fatalf("message %d: %v", first+i, err)
+			}
+			if !bytes.Equal(smp.Bytes(), railMsg(first+i, n)) {
+				t.Fatalf("message %d differs", first+i)
+			}
+			smp.Return()
+		}
+	}
+	asleep := func() {
+		t.Helper()
+		testutil.Eventually(t, 20*time.Second, "asleep", func() bool { return allAsleep(a, true) && allAsleep(b, false) })
+	}
+	late := func() uint64 { return railCounts(a, true, func(s *railSet) uint64 { return s.late.Load() }) }
+	send(64)
+	asleep()
+	for it := 0; it < 4; it++ {
+		send(150<<10, 150<<10, 150<<10) // a burst: round robin over the rails
+		asleep()
+		time.Sleep(20 * time.Millisecond)
+		send(230 << 10) // lone: on rail 0, unless it wraps (then on the burst's last rail)
+		time.Sleep(railSafety + 300*time.Millisecond)
+		if n := late(); n != 0 {
+			t.Fatalf("iteration %d: the writer's rails found %d head write-backs by their safety timeout (rail 0 was not kicked)", it, n)
+		}
+	}
+}

@@ -315,7 +315,7 @@ func (m *mailbox) setOffer(offer uint64) []transport.Endpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.offer = offer
-	m.in.note, m.in.accept = "", nil
+	m.in.note, m.in.accept, m.in.dozes = "", nil, nil
 	eps := m.in.conns
 	m.in.conns, m.in.connErr = nil, nil
 	return eps
@@ -420,6 +420,7 @@ func (l *link) step(in *inbox) {
 		if l.state != linkDown {
 			l.fail(errors.New("replaced by a newer offer"), false, false)
 		}
+		in.dozes = nil // taken with the answer: about the link it replaces
 		if err := l.role.open(in); err != nil {
 			l.b.log.Warn("data link not established", "peer", l.host, "ring", l.id, "role", l.role.kind(), "err", err)
 			l.fail(err, true, false)

@@ -55,3 +55,44 @@ func TestMailboxFiltersStaleLinks(t *testing.T) {
 		t.Error("a post after close was taken")
 	}
 }
+
+// A reader's doze about the previous link of a ring (offer 1), pending in
+// the writer's mailbox when the link is replaced (down, then the answer to
+// offer 2), is dropped. Applied to the new link's rails, it gave their
+// doorbell its number, the new reader's dozes (numbered from 1 again)
+// were ignored as overtaken, and its rails slept to their safety timeout.
+func TestStaleDozeNotAppliedToNewLink(t *testing.T) {
+	_, b := pair(t, "tcp", nil)
+	var m mailbox
+	m.wake = b.dom.NewGuardCondition()
+	defer m.wake.Close()
+
+	m.setOffer(1) // link of offer 1 up
+	// The reader's rail 0 of link 1 dozes (its 7th quiet spell).
+	if !m.postAbout(1, false, func(in *inbox) { in.addDoze(dozeMsg{Offer: 1, Rail: 0, Seq: 7, Imms: 1}) }) {
+		t.Fatal("doze of the current link dropped")
+	}
+	// Before the link goroutine takes it: link 1 fails, offer 2 is answered.
+	m.setOffer(0)
+	m.setOffer(2)
+	in := m.take(linkUp)
+
+	// The new link's rails (as writerLink.apply applies in.dozes to them).
+	rung := 0
+	s := &railSet{ring: func(int, uint64) { rung++ }}
+	s.rails = []*rail{{set: s, i: 0}}
+	s.rails[0].bell.imms = 1 // its hello
+	for _, d := range in.dozes {
+		s.dozes(d.Rail, d.Seq, d.Imms)
+	}
+	// Two quiet spells of the new link: the reader's rail 0 dozes (seq 1,
+	// then 2, numbered anew by the new rails), each followed by a record.
+	for seq := uint64(1); seq <= 2; seq++ {
+		before := rung
+		s.dozes(0, seq, seq) // it received its hello and seq-1 records
+		s.rails[0].bell.pushed(s.rails[0], s.ring)
+		if rung == before {
+			t.Fatalf("doze %d of the new link got no doorbell: a doze of offer 1 (seq 7) reached the link of offer 2 (%d were pending after setOffer(2)); the reader's rail sleeps to its safety timeout", seq, len(in.dozes))
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"sync"
@@ -160,4 +161,38 @@ func addr2port(t *testing.T, addr string) int {
 		t.Fatal(err)
 	}
 	return tcp.Port
+}
+
+// peerUp closes an older instance's connections; a message the old
+// connection's session had read already (its read loop runs on its own
+// goroutine, and frames that arrived before the close are still read) is
+// not handled. Here the old instance's interest statement, delivered
+// after the new instance's, must not replace it.
+func TestStaleConnMessageAfterRestart(t *testing.T) {
+	_, b := pair(t, "tcp", nil)
+	conn := func() *control.Conn {
+		x, y := net.Pipe()
+		go io.Copy(io.Discard, y)
+		t.Cleanup(func() { x.Close(); y.Close() })
+		return control.NewConn(x)
+	}
+	interest := func(topic string) []byte {
+		p, _ := json.Marshal(interestMsg{Topics: []topicInterest{{Topic: topic, Type: "std_msgs/msg/String", Depth: 1, Count: 1}}})
+		return p
+	}
+	old := b.sessionConfig(control.SessionConfig{})
+	old.OnUp(conn(), control.Hello{HostID: "host-z", Instance: 111, Features: []string{featureDoorbell}})
+	nw := b.sessionConfig(control.SessionConfig{})
+	nw.OnUp(conn(), control.Hello{HostID: "host-z", Instance: 222, Features: []string{featureDoorbell}})
+	nw.OnMessage(msgInterest, interest("/new_instance"))
+	// The old session's read loop delivers a frame it read before (or
+	// buffered when) peerUp closed its connection.
+	old.OnMessage(msgInterest, interest("/old_instance"))
+	b.mu.Lock()
+	_, hasNew := b.peers["host-z"].interest["/new_instance"]
+	_, hasOld := b.peers["host-z"].interest["/old_instance"]
+	b.mu.Unlock()
+	if !hasNew || hasOld {
+		t.Fatalf("the dead instance's statement, from a connection peerUp closed, replaced the new instance's interest (new %v, old %v)", hasNew, hasOld)
+	}
 }

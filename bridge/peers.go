@@ -112,8 +112,8 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 		}
 	}
 	sc.OnMessage = func(t control.MsgType, payload []byte) {
-		if cur == nil {
-			return
+		if cur == nil || !b.registered(host, cur) {
+			return // refused, or closed as an older instance's (peerUp)
 		}
 		if err := b.handle(host, cur, &parts, t, payload); err != nil {
 			b.mu.Lock()
@@ -129,6 +129,19 @@ func (b *Bridge) sessionConfig(sc control.SessionConfig) control.SessionConfig {
 		cur = nil
 	}
 	return sc
+}
+
+// registered reports whether c is one of the peer's connections: frames
+// read before peerUp closed it as an older instance's are not handled.
+func (b *Bridge) registered(host string, c *control.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peers[host]
+	if p == nil {
+		return false
+	}
+	_, ok := p.conns[c]
+	return ok
 }
 
 // peerUp registers a control connection; the first one brings the peer

@@ -282,7 +282,13 @@ func (l *writerLink) open(in *inbox) error {
 	}
 	offer, ctl := l.offerNo, l.ctl
 	l.startRails(false, mem[wHeadOff:wHeadOff+ring.WordSize], railBell{ring: func(rail int, seq uint64) {
-		l.b.send(ctl, msgWake, wakeMsg{Ring: l.id, Offer: offer, Rail: rail, Seq: seq})
+		// On the peer's newest connection: the offer's may be gone while
+		// another keeps the peer up (the wake names its link by offer).
+		c := l.p.live.Load()
+		if c == nil {
+			c = ctl
+		}
+		l.b.send(c, msgWake, wakeMsg{Ring: l.id, Offer: offer, Rail: rail, Seq: seq})
 	}})
 	l.enter(linkUp)
 	l.b.log.Info("data link up (writer)", "peer", l.host, "ring", l.id, "topic", l.only, "rails", len(eps), "restart", l.w.Tail(), "resend", len(l.fl)-l.rs)
@@ -532,7 +538,7 @@ func (l *writerLink) move() (progressed, blocked bool, err error) {
 		progressed = true
 	}
 	defer func() {
-		l.rails.busy.Store(l.inFlight() > 0)
+		l.rails.setBusy(l.inFlight() > 0)
 		l.rails.wantCompl.Store(l.needCompl)
 	}()
 	// Records to write again after a link failure come first, in order.

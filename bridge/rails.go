@@ -207,6 +207,19 @@ func (s *railSet) event() {
 	}
 }
 
+// setBusy tells rail 0's pump whether records await the peer's head
+// write-back. Turning busy kicks it: a pump that found nothing to expect
+// waits for a kick alone, and records striped over the other rails kick
+// only theirs, so the write-back would land unseen until its safety
+// timeout (the writer's ring stays full meanwhile).
+func (s *railSet) setBusy(busy bool) {
+	if !busy {
+		s.busy.Store(false)
+	} else if !s.busy.Swap(true) {
+		s.rails[0].kickPump()
+	}
+}
+
 // push queues writes on rail i (in order; the last may carry the
 // immediate) and returns the rail's write count after them.
 func (s *railSet) push(i int, ws ...railWrite) uint64 {
