@@ -36,6 +36,33 @@ func railCounts(br *Bridge, writer bool, f func(*railSet) uint64) uint64 {
 	return n
 }
 
+// sender returns a function that publishes messages of the sizes given
+// (railMsg, numbered on from the last call's) and checks that sub gets
+// each, intact and in order.
+func sender(t *testing.T, sub *zerocopy.Subscription, pub *zerocopy.Publisher) func(sizes ...int) {
+	next := 0
+	return func(sizes ...int) {
+		t.Helper()
+		first := next
+		for _, n := range sizes {
+			if err := pub.Publish(railMsg(next, n)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		for i, n := range sizes {
+			smp, err := sub.TakeWait(20 * time.Second)
+			if err != nil {
+				t.Fatalf("message %d: %v", first+i, err)
+			}
+			if !bytes.Equal(smp.Bytes(), railMsg(first+i, n)) {
+				t.Fatalf("message %d: %d bytes, not the %d published", first+i, smp.Size(), n)
+			}
+			smp.Return()
+		}
+	}
+}
+
 // An idle link goes to sleep on both sides (every rail: in the kernel on
 // its endpoint's wait object, or, where the endpoint has none, libfabric
 // shm, after asking the writer for a doorbell), and still delivers: the
@@ -51,27 +78,7 @@ func TestIdleLinkWakes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d-rails", c.prov, c.rails), func(t *testing.T) {
 			a, b := pair(t, c.prov, func(o *Options) { o.Rails, o.MaxChunk = c.rails, 256<<10 })
 			sub, pub := endpoints(t, a, b, "/idle", reliable())
-			next := 0
-			send := func(sizes ...int) {
-				t.Helper()
-				first := next
-				for _, n := range sizes {
-					if err := pub.Publish(railMsg(next, n)); err != nil {
-						t.Fatal(err)
-					}
-					next++
-				}
-				for i, n := range sizes {
-					smp, err := sub.TakeWait(20 * time.Second)
-					if err != nil {
-						t.Fatalf("message %d: %v", first+i, err)
-					}
-					if !bytes.Equal(smp.Bytes(), railMsg(first+i, n)) {
-						t.Fatalf("message %d: %d bytes, not the %d published", first+i, smp.Size(), n)
-					}
-					smp.Return()
-				}
-			}
+			send := sender(t, sub, pub)
 			asleep := func(what string) {
 				t.Helper()
 				testutil.Eventually(t, 20*time.Second, what+": every rail of both links sleeps", func() bool {
@@ -168,27 +175,7 @@ func linkPasses(br *Bridge) uint64 {
 func TestWriterRail0KickedWhenRecordsGoOut(t *testing.T) {
 	a, b := pair(t, "tcp", func(o *Options) { o.Rails, o.MaxChunk, o.RingSize = 3, 256<<10, 1<<20 })
 	sub, pub := endpoints(t, a, b, "/wrap", reliable())
-	next := 0
-	send := func(sizes ...int) {
-		t.Helper()
-		first := next
-		for _, n := range sizes {
-			if err := pub.Publish(railMsg(next, n)); err != nil {
-				t.Fatal(err)
-			}
-			next++
-		}
-		for i, n := range sizes {
-			smp, err := sub.TakeWait(20 * time.Second)
-			if err != nil {
-				t.Fatalf("message %d: %v", first+i, err)
-			}
-			if !bytes.Equal(smp.Bytes(), railMsg(first+i, n)) {
-				t.Fatalf("message %d differs", first+i)
-			}
-			smp.Return()
-		}
-	}
+	send := sender(t, sub, pub)
 	asleep := func() {
 		t.Helper()
 		testutil.Eventually(t, 20*time.Second, "asleep", func() bool { return allAsleep(a, true) && allAsleep(b, false) })

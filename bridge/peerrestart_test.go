@@ -101,19 +101,7 @@ func (f *freezer) close() {
 // offered its ring on it: the restarted peer never got the offer
 // (TestSlowlorisDuringPeerRestart failed so, once in about 100 runs).
 func TestPeerRestartBeforeOldConnectionFoundDead(t *testing.T) {
-	mk := func(host, listen string, peers []control.Peer) *Bridge {
-		br, err := New(Options{
-			Engine: zerocopy.Config{Prefix: testutil.Prefix() + host, PoolSize: 64 << 20, SkipStaleClean: true},
-			// A dead connection is found out only after a minute.
-			Control:  control.Config{Listen: listen, Peers: peers, Secret: twoHostSecret, HostID: "host-" + host, Heartbeat: 100 * time.Millisecond, DeadAfter: time.Minute},
-			Provider: "tcp", RingSize: 4 << 20, Log: testLog(t),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { br.Close() })
-		return br
-	}
+	mk := restartable(t, time.Minute) // a dead connection is found out only after a minute
 	b := mk("b", "127.0.0.1:0", nil)
 	fz := newFreezer(t, b.ControlAddr())
 	port := func(addr string) control.Peer {
@@ -125,32 +113,11 @@ func TestPeerRestartBeforeOldConnectionFoundDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	send := func(a *Bridge, seed int) {
-		t.Helper()
-		pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/silent", Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pub.Close()
-		testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
-		msg := stagedMsg(seed, 100000)
-		if err := pub.Publish(msg); err != nil {
-			t.Fatal(err)
-		}
-		smp, err := sub.TakeWait(20 * time.Second)
-		if err != nil {
-			t.Fatalf("writer %d: %v", seed, err)
-		}
-		if string(smp.Bytes()) != string(msg) {
-			t.Fatalf("writer %d: %d bytes, not the message", seed, smp.Size())
-		}
-		smp.Return()
-	}
-	send(a, 1)
+	sendFrom(t, a, sub, 1, 100000)
 	fz.frozen.Store(true)
 	a.Close()
 	a = mk("a", "", []control.Peer{port(b.ControlAddr())})
-	send(a, 2)
+	sendFrom(t, a, sub, 2, 100000)
 	testutil.Eventually(t, 20*time.Second, "b closes the old instance's connection", fz.srvClosed.Load)
 }
 

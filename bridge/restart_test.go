@@ -149,18 +149,7 @@ func TestWriterRestartBeforeReaderTookAccept(t *testing.T) {
 		return nil
 	}
 	t.Cleanup(func() { startHook = nil }) // after the bridges' own cleanups
-	mk := func(host, listen string, peers []control.Peer) *Bridge {
-		br, err := New(Options{
-			Engine:   zerocopy.Config{Prefix: testutil.Prefix() + host, PoolSize: 64 << 20, SkipStaleClean: true},
-			Control:  control.Config{Listen: listen, Peers: peers, Secret: twoHostSecret, HostID: "host-" + host, Heartbeat: 100 * time.Millisecond, DeadAfter: time.Second},
-			Provider: "tcp", RingSize: 4 << 20, Log: testLog(t),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { br.Close() })
-		return br
-	}
+	mk := restartable(t, time.Second)
 	b := mk("b", "127.0.0.1:0", nil)
 	peer := control.Peer{Host: "127.0.0.1", Port: b.listener.Addr().(*net.TCPAddr).Port}
 	a := mk("a", "", []control.Peer{peer})
@@ -170,35 +159,57 @@ func TestWriterRestartBeforeReaderTookAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	send := func(a *Bridge, seed int) {
-		t.Helper()
-		pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/restart", Type: "std_msgs/msg/String", Node: "/t", QoS: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pub.Close()
-		testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
-		for i, n := range []int{10, 100000} {
-			msg := stagedMsg(seed+i, n)
-			if err := pub.Publish(msg); err != nil {
-				t.Fatal(err)
-			}
-			smp, err := sub.TakeWait(20 * time.Second)
-			if err != nil {
-				t.Fatalf("message %d of writer %d: %v", i, seed, err)
-			}
-			if !bytes.Equal(smp.Bytes(), msg) {
-				t.Fatalf("message %d of writer %d: %d bytes, want %d (intact)", i, seed, smp.Size(), n)
-			}
-			smp.Return()
-		}
-	}
-	send(a, 1) // b's reader now has a Head in a's stream
+	sendFrom(t, a, sub, 1, 10, 100000) // b's reader now has a Head in a's stream
 	a.Close()
 	fail.Store(b)
 	a = mk("a", "", []control.Peer{peer})
-	send(a, 3)
+	sendFrom(t, a, sub, 3, 10, 100000)
 	if fail.Load() != nil {
 		t.Fatal("b's reader never took an accept from the restarted writer")
+	}
+}
+
+// restartable returns a maker of loopback bridges for the restart tests
+// (host ids "host-"+host, closed at the end of the test); deadAfter is how
+// long a silent control connection is taken for alive.
+func restartable(t *testing.T, deadAfter time.Duration) func(host, listen string, peers []control.Peer) *Bridge {
+	return func(host, listen string, peers []control.Peer) *Bridge {
+		br, err := New(Options{
+			Engine:   zerocopy.Config{Prefix: testutil.Prefix() + host, PoolSize: 64 << 20, SkipStaleClean: true},
+			Control:  control.Config{Listen: listen, Peers: peers, Secret: twoHostSecret, HostID: "host-" + host, Heartbeat: 100 * time.Millisecond, DeadAfter: deadAfter},
+			Provider: "tcp", RingSize: 4 << 20, Log: testLog(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { br.Close() })
+		return br
+	}
+}
+
+// sendFrom publishes, from a publisher of its own on a (closed after),
+// one message of each size on sub's topic once the bridge matched it, and
+// checks that sub gets each intact; seed numbers the messages' contents.
+func sendFrom(t *testing.T, a *Bridge, sub *zerocopy.Subscription, seed int, sizes ...int) {
+	t.Helper()
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: sub.Topic().Name(), Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+	for i, n := range sizes {
+		msg := stagedMsg(seed+i, n)
+		if err := pub.Publish(msg); err != nil {
+			t.Fatal(err)
+		}
+		smp, err := sub.TakeWait(20 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d of writer %d: %v", i, seed, err)
+		}
+		if !bytes.Equal(smp.Bytes(), msg) {
+			t.Fatalf("message %d of writer %d: %d bytes, want %d (intact)", i, seed, smp.Size(), n)
+		}
+		smp.Return()
 	}
 }
