@@ -22,31 +22,33 @@ type Endpoint struct {
 	mu sync.Mutex
 	c  *core // guarded by mu
 	// sl sleeps on the completion queue's wait descriptor (sleep.go);
-	// closed before the queue is.
+	// closed before the queue is. nil where the queue has none (shm): an
+	// epoll instance and an eventfd less per endpoint.
 	sl *transport.Sleeper
 }
 
 // newEndpoint creates an endpoint from info and tracks it in p.
 func (p *Provider) newEndpoint(info *C.struct_fi_info) (*Endpoint, error) {
-	sl, err := transport.NewSleeper()
-	if err != nil {
-		return nil, fmt.Errorf("libfabric: %w", err)
-	}
-	e := &Endpoint{sl: sl}
+	e := &Endpoint{}
 	rx := 8 // control messages only
 	if p.rxCQData {
 		rx = min(p.rxSize, 1024) // every immediate consumes one
 	}
 	c, err := p.newCore(&e.mu, info, rx)
 	if err != nil {
-		sl.Close()
 		return nil, err
+	}
+	if c.waitFD >= 0 {
+		if e.sl, err = transport.NewSleeper(); err != nil {
+			c.destroy()
+			return nil, fmt.Errorf("libfabric: %w", err)
+		}
 	}
 	e.c = c
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		sl.Close()
+		e.closeSleeper()
 		c.destroy()
 		return nil, transport.ErrClosed
 	}
@@ -196,7 +198,7 @@ func (e *Endpoint) Close() error {
 		}
 	}
 	c.closed = true
-	e.sl.Close() // before the queue and its descriptor go
+	e.closeSleeper() // before the queue and its descriptor go
 	err := c.release()
 	e.mu.Unlock()
 	c.p.mu.Lock()

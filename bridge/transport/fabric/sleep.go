@@ -73,4 +73,15 @@ func (e *Endpoint) Sleep(timeout time.Duration) error {
 }
 
 // Wake implements transport.Endpoint.
-func (e *Endpoint) Wake() { e.sl.Wake() }
+func (e *Endpoint) Wake() {
+	if e.sl != nil {
+		e.sl.Wake()
+	}
+}
+
+// closeSleeper closes the Sleeper, if the endpoint has one.
+func (e *Endpoint) closeSleeper() {
+	if e.sl != nil {
+		e.sl.Close()
+	}
+}
