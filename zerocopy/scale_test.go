@@ -171,7 +171,7 @@ func TestManySubscriberProcesses(t *testing.T) {
 // next registration fails with ErrTooManyNodes, and closing a node frees
 // its slot.
 func TestNodeTable(t *testing.T) {
-	d, err := Open(Config{Domain: 12, PoolSize: 1 << 20, JanitorPeriod: 20 * time.Millisecond})
+	d, err := Open(Config{Domain: 15, PoolSize: 1 << 20, JanitorPeriod: 20 * time.Millisecond}) // a domain of its own: TestSquattedSegmentsRefused squats 12
 	if err != nil {
 		t.Fatal(err)
 	}
