@@ -230,6 +230,9 @@ type inbox struct {
 	accept  *ringAccept          // reader: the writer's answer to the current offer
 	want    map[string]wantedTopic
 	wantSet bool // writer: want is new
+	// reannounce (writer): a control connection to the peer died while
+	// another keeps it up; topic maps sent on it may be lost.
+	reannounce bool
 	// dozes (writer): the reader's newest doze of each rail that sent one
 	// (railidle.go), for the current link.
 	dozes []dozeMsg

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 // power cut, a cable pulled), found out only by heartbeats.
 type freezer struct {
 	ln        net.Listener
+	target    atomic.Pointer[string] // the server (nil: connections are closed at once)
 	frozen    atomic.Bool
 	srvClosed atomic.Bool // the server closed its side
 	mu        sync.Mutex
@@ -27,12 +29,16 @@ type freezer struct {
 	wg        sync.WaitGroup
 }
 
+// newFreezer proxies to server ("": none yet, see target).
 func newFreezer(t *testing.T, server string) *freezer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &freezer{ln: ln}
+	if server != "" {
+		f.target.Store(&server)
+	}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -41,7 +47,12 @@ func newFreezer(t *testing.T, server string) *freezer {
 			if err != nil {
 				return
 			}
-			srv, err := net.Dial("tcp", server)
+			target := f.target.Load()
+			if target == nil {
+				cli.Close()
+				continue
+			}
+			srv, err := net.Dial("tcp", *target)
 			if err != nil {
 				cli.Close()
 				continue
@@ -161,5 +172,99 @@ func TestStaleConnMessageAfterRestart(t *testing.T) {
 	b.mu.Unlock()
 	if !hasNew || hasOld {
 		t.Fatalf("the dead instance's statement, from a connection peerUp closed, replaced the new instance's interest (new %v, old %v)", hasNew, hasOld)
+	}
+}
+
+// connsTo is how many control connections br has to host.
+func connsTo(br *Bridge, host string) int {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if p := br.peers[host]; p != nil {
+		return len(p.conns)
+	}
+	return 0
+}
+
+// twoConnections makes two daemons that dial each other: two control
+// connections, of which the newer (on a's side) goes through fz.
+func twoConnections(t *testing.T) (a, b *Bridge, fz *freezer) {
+	mk := restartable(t, time.Second)
+	fz = newFreezer(t, "")
+	// a dials b through the proxy, which closes it until b exists; b
+	// dials a directly: that connection is the older on both sides.
+	a = mk("a", "127.0.0.1:0", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, fz.ln.Addr().String())}})
+	b = mk("b", "127.0.0.1:0", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, a.ControlAddr())}})
+	testutil.Eventually(t, 20*time.Second, "b's connection to a is up", func() bool { return connsTo(a, "host-b") == 1 && connsTo(b, "host-a") == 1 })
+	addr := b.ControlAddr()
+	fz.target.Store(&addr)
+	testutil.Eventually(t, 20*time.Second, "a's connection through the proxy is up", func() bool { return connsTo(a, "host-b") == 2 && connsTo(b, "host-a") == 2 })
+	a.mu.Lock()
+	newest := a.peers["host-b"].conn().RemoteAddr().String()
+	a.mu.Unlock()
+	if newest != fz.ln.Addr().String() {
+		t.Fatalf("a's newest connection goes to %s, not through the proxy (%s)", newest, fz.ln.Addr())
+	}
+	return a, b, fz
+}
+
+// Of two control connections the newer dies silently (a NAT forgot it, a
+// cable was pulled) just before a subscription is made: the subscriber's
+// interest goes on it and is lost. When the heartbeats find it dead, the
+// subscriber sends its statements again on the other connection, and the
+// message arrives; the topic was never bridged.
+func TestStatementsResentWhenOneConnectionDies(t *testing.T) {
+	a, b, fz := twoConnections(t)
+	fz.frozen.Store(true)
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/one_conn_died", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sendFrom(t, a, sub, 1, 10, 100000)
+	if n := connsTo(a, "host-b"); n != 1 {
+		t.Errorf("a has %d connections to b, want 1 (the dead one found)", n)
+	}
+}
+
+// The same, when the topic is bridged already and the newer connection
+// dies before the first message: the publisher's topic map goes on it
+// and is lost, the message's records wait at the reader for their map,
+// and the writer sends its maps again on the other connection once the
+// dead one is found (the reader used to give the link up after 10 s
+// without a map).
+func TestTopicMapsResentWhenOneConnectionDies(t *testing.T) {
+	a, b, fz := twoConnections(t)
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/map_lost", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/map_lost", Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
+	fz.frozen.Store(true)
+	msg := stagedMsg(5, 100000)
+	if err := pub.Publish(msg); err != nil {
+		t.Fatal(err)
+	}
+	smp, err := sub.TakeWait(20 * time.Second)
+	if err != nil {
+		t.Fatalf("the message whose topic map went on the dead connection: %v", err)
+	}
+	if !bytes.Equal(smp.Bytes(), msg) {
+		t.Fatalf("%d bytes, not the message", smp.Size())
+	}
+	smp.Return()
+	// Not by the reader's own remedy (after 10 s without a map it takes
+	// the link down, and the writer sends the maps with the next link).
+	for _, p := range b.Status().Peers {
+		for _, l := range p.Links {
+			if l.Failures != 0 {
+				t.Errorf("b's link %+v failed: the maps were not sent again on the live connection", l)
+			}
+		}
 	}
 }

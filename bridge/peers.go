@@ -234,7 +234,24 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 		p.setLive()
 	}
 	if len(p.conns) != 0 || b.closed {
+		// Another connection keeps the peer up. What went on c since it
+		// died unnoticed may be lost: our statements (whole states) and
+		// the writers' topic maps go again on the live one.
+		var ws []*writerLink
+		var live *control.Conn
+		if !b.closed {
+			live = p.live.Load()
+			for _, l := range p.writers {
+				ws = append(ws, l)
+			}
+		}
 		b.mu.Unlock()
+		if live != nil {
+			b.sendLocal([]*control.Conn{live}, true, true)
+		}
+		for _, l := range ws {
+			l.reannounce()
+		}
 		return
 	}
 	b.log.Warn("peer down", "peer", host, "err", err)

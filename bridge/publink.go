@@ -151,6 +151,12 @@ func (l *writerLink) setWanted(w map[string]wantedTopic) {
 	l.mb.post(func(in *inbox) { in.want, in.wantSet = w, true })
 }
 
+// reannounce asks the link to send its topic maps again (peerDown: a
+// control connection died while another keeps the peer up).
+func (l *writerLink) reannounce() {
+	l.mb.post(func(in *inbox) { in.reannounce = true })
+}
+
 // answer hands the link a reader's offer to answer.
 func (l *writerLink) answer(o *ringOffer, cfg ring.Config, ctl *control.Conn) {
 	l.mb.post(func(in *inbox) { in.answer = &pendingOffer{o: *o, cfg: cfg, ctl: ctl} })
@@ -186,6 +192,19 @@ func (l *writerLink) apply(in *inbox) {
 	if l.rails != nil {
 		for _, d := range in.dozes {
 			l.rails.dozes(d.Rail, d.Seq, d.Imms)
+		}
+	}
+	if in.reannounce && l.state == linkUp {
+		// Records of these topics may wait at the reader for a map that
+		// was lost with the dead connection.
+		for _, ot := range l.topics {
+			if ot.announced {
+				ot.announced = false
+				if err := l.announce(ot); err != nil {
+					l.fail(err, true, true)
+					break
+				}
+			}
 		}
 	}
 	if in.wantSet {
@@ -250,9 +269,6 @@ func (l *writerLink) open(in *inbox) error {
 			return err
 		}
 		l.w, l.cfg, l.readerEpoch = w, p.cfg, o.ReaderEpoch
-		for _, ot := range l.topics {
-			ot.announced = false
-		}
 		l.restartMessage()
 	} else {
 		if o.Head != l.w.DelayedHead() {
@@ -262,6 +278,11 @@ func (l *writerLink) open(in *inbox) error {
 		}
 		l.ack()
 		l.w.Rewind(nil)
+	}
+	// Every topic's map goes again before its next record: one sent on a
+	// control connection that died since may be lost.
+	for _, ot := range l.topics {
+		ot.announced = false
 	}
 	l.rs = l.fh // everything not acknowledged is written again
 	l.ss = l.rs
@@ -618,7 +639,11 @@ func (l *writerLink) announce(ot *outTopic) error {
 	if ot.announced {
 		return nil
 	}
-	if !l.b.send(l.ctl, msgTopicMap, topicMap{Ring: l.id, ReaderEpoch: l.readerEpoch, WriterEpoch: l.epoch, ID: ot.id, Topic: ot.name, Type: ot.typ, QoS: encodeQoS(ot.want.pubQoS)}) {
+	c := l.p.live.Load() // the newest connection; the map's order against the data does not matter
+	if c == nil {
+		c = l.ctl
+	}
+	if !l.b.send(c, msgTopicMap, topicMap{Ring: l.id, ReaderEpoch: l.readerEpoch, WriterEpoch: l.epoch, ID: ot.id, Topic: ot.name, Type: ot.typ, QoS: encodeQoS(ot.want.pubQoS)}) {
 		return errors.New("control connection lost")
 	}
 	ot.announced = true
