@@ -29,12 +29,15 @@ var (
 	ErrConfig = errors.New("bridge configuration")
 )
 
+// linkTimeout bounds the set-up of a data link (the writer's connect, the
+// reader's accept and the writer's answer), and how long a reader waits
+// for a topic map. A variable only for tests, which set it before their
+// bridges start.
+var linkTimeout = 10 * time.Second
+
 // Defaults.
 const (
 	DefaultRingSize = 64 << 20
-	// linkTimeout bounds the set-up of a data link (the writer's connect,
-	// the reader's accept and the writer's answer).
-	linkTimeout = 10 * time.Second
 	// maxInFlight bounds the records a writer has committed and not yet
 	// seen acknowledged: each needs a header slot in registered memory.
 	maxInFlight = 4096

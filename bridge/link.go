@@ -230,9 +230,11 @@ type inbox struct {
 	accept  *ringAccept          // reader: the writer's answer to the current offer
 	want    map[string]wantedTopic
 	wantSet bool // writer: want is new
-	// reannounce (writer): a control connection to the peer died while
-	// another keeps it up; topic maps sent on it may be lost.
-	reannounce bool
+	// A control connection to the peer died while another keeps it up:
+	// what went on it may be lost. reannounce (writer): send the topic
+	// maps again; retryOffer (reader): offer again, unless the link is up
+	// or down (the offer, or the writer's accept, may be lost).
+	reannounce, retryOffer bool
 	// dozes (writer): the reader's newest doze of each rail that sent one
 	// (railidle.go), for the current link.
 	dozes []dozeMsg
@@ -418,6 +420,9 @@ func (l *link) step(in *inbox) {
 			l.eps = in.conns
 			l.enter(linkConnected)
 		}
+	}
+	if in.retryOffer && (l.state == linkOffered || l.state == linkConnected) {
+		in.reoffer = true
 	}
 	if in.answer != nil || in.reoffer {
 		if l.state != linkDown {

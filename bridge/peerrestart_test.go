@@ -187,8 +187,8 @@ func connsTo(br *Bridge, host string) int {
 
 // twoConnections makes two daemons that dial each other: two control
 // connections, of which the newer (on a's side) goes through fz.
-func twoConnections(t *testing.T) (a, b *Bridge, fz *freezer) {
-	mk := restartable(t, time.Second)
+func twoConnections(t *testing.T, tune ...func(*Options)) (a, b *Bridge, fz *freezer) {
+	mk := restartable(t, time.Second, tune...)
 	fz = newFreezer(t, "")
 	// a dials b through the proxy, which closes it until b exists; b
 	// dials a directly: that connection is the older on both sides.
@@ -228,10 +228,10 @@ func TestStatementsResentWhenOneConnectionDies(t *testing.T) {
 
 // The same, when the topic is bridged already and the newer connection
 // dies before the first message: the publisher's topic map goes on it
-// and is lost, the message's records wait at the reader for their map,
-// and the writer sends its maps again on the other connection once the
-// dead one is found (the reader used to give the link up after 10 s
-// without a map).
+// (maps go on the newest connection) and is lost, the message's records
+// wait at the reader for their map, and the writer sends its maps again
+// on the other connection once the dead one is found (without that, the
+// reader gives the link up after 10 s without a map).
 func TestTopicMapsResentWhenOneConnectionDies(t *testing.T) {
 	a, b, fz := twoConnections(t)
 	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/map_lost", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
@@ -267,4 +267,23 @@ func TestTopicMapsResentWhenOneConnectionDies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// In per-topic mode a new subscription's ring is offered on the peer's
+// newest connection: when that one died unnoticed, the offer is made
+// again on the live one once it is found dead. It waited for the link's
+// set-up timeout (10 s), lengthened here past the test's wait so that
+// only the new way delivers.
+func TestOfferResentWhenOneConnectionDies(t *testing.T) {
+	old := linkTimeout
+	linkTimeout = time.Minute
+	t.Cleanup(func() { linkTimeout = old }) // after the bridges' own cleanups
+	a, b, fz := twoConnections(t, func(o *Options) { o.PerTopic = true })
+	fz.frozen.Store(true)
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/offer_lost", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sendFrom(t, a, sub, 1, 10, 100000)
 }

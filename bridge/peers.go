@@ -235,22 +235,30 @@ func (b *Bridge) peerDown(host string, c *control.Conn, err error) {
 	}
 	if len(p.conns) != 0 || b.closed {
 		// Another connection keeps the peer up. What went on c since it
-		// died unnoticed may be lost: our statements (whole states) and
-		// the writers' topic maps go again on the live one.
+		// died unnoticed may be lost: the writers' topic maps, the
+		// readers' pending offers (or the accepts that answer them) and
+		// our statements (whole states) go again on the live one.
 		var ws []*writerLink
+		var rs []*readerLink
 		var live *control.Conn
 		if !b.closed {
 			live = p.live.Load()
 			for _, l := range p.writers {
 				ws = append(ws, l)
 			}
+			for _, l := range p.readers {
+				rs = append(rs, l)
+			}
 		}
 		b.mu.Unlock()
-		if live != nil {
-			b.sendLocal([]*control.Conn{live}, true, true)
-		}
 		for _, l := range ws {
 			l.reannounce()
+		}
+		for _, l := range rs {
+			l.retryOffer()
+		}
+		if live != nil {
+			b.sendLocal([]*control.Conn{live}, true, true)
 		}
 		return
 	}

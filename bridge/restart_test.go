@@ -171,14 +171,19 @@ func TestWriterRestartBeforeReaderTookAccept(t *testing.T) {
 
 // restartable returns a maker of loopback bridges for the restart tests
 // (host ids "host-"+host, closed at the end of the test); deadAfter is how
-// long a silent control connection is taken for alive.
-func restartable(t *testing.T, deadAfter time.Duration) func(host, listen string, peers []control.Peer) *Bridge {
+// long a silent control connection is taken for alive; tune, if any,
+// changes the options.
+func restartable(t *testing.T, deadAfter time.Duration, tune ...func(*Options)) func(host, listen string, peers []control.Peer) *Bridge {
 	return func(host, listen string, peers []control.Peer) *Bridge {
-		br, err := New(Options{
+		o := Options{
 			Engine:   zerocopy.Config{Prefix: testutil.Prefix() + host, PoolSize: 64 << 20, SkipStaleClean: true},
 			Control:  control.Config{Listen: listen, Peers: peers, Secret: twoHostSecret, HostID: "host-" + host, Heartbeat: 100 * time.Millisecond, DeadAfter: deadAfter},
 			Provider: "tcp", RingSize: 4 << 20, Log: testLog(t),
-		})
+		}
+		for _, f := range tune {
+			f(&o)
+		}
+		br, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,6 +98,11 @@ func (b *Bridge) newReaderLocked(p *peer, only string) func() {
 // reoffer asks the link to offer its ring (again): the peer is up.
 func (l *readerLink) reoffer() { l.mb.post(func(in *inbox) { in.reoffer = true }) }
 
+// retryOffer asks the link to offer its ring again if its offer is
+// pending (peerDown: a control connection died while another keeps the
+// peer up; the offer or the writer's accept may have gone on it).
+func (l *readerLink) retryOffer() { l.mb.post(func(in *inbox) { in.retryOffer = true }) }
+
 func (l *readerLink) onAccept(a *ringAccept) error {
 	if a.HeadRegion.Len < ring.WordSize {
 		return fmt.Errorf("%w: ring %d: head region of %d bytes", ErrBadOffer, a.Ring, a.HeadRegion.Len)
@@ -137,8 +142,11 @@ func (l *readerLink) onTopicMap(m *topicMap) error {
 			oldest = min(oldest, id)
 		}
 		if oldest == m.ID {
+			// Older than every map kept: one the writer sends again (on a
+			// new link, or after a control connection died) for a topic
+			// the link knows by then. Nothing to keep.
 			l.mb.mu.Unlock()
-			return fmt.Errorf("%w: topic map of ring %d: id %d is older than the %d kept", ErrLimit, m.Ring, m.ID, MaxTopicsPerPeer)
+			return nil
 		}
 		delete(l.mb.maps, oldest)
 	}
