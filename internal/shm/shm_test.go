@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,11 +132,47 @@ func TestWaitManyBeyondOneCall(t *testing.T) {
 	}
 	ws[700].Val = words[700].Load()
 	done := make(chan error, 1)
-	go func() { done <- WaitMany(ws, 300*time.Millisecond) }()
-	time.Sleep(10 * time.Millisecond)
+	go func() { done <- WaitMany(ws, 2*time.Second) }()
+	// Every batch asleep in the kernel first: a change before a batch's
+	// futex_waitv compares its words ends the wait, rightly.
+	batches := (n + MaxWaitMany - 2) / (MaxWaitMany - 1)
+	if !awaitWaitvSleepers(batches, time.Second) {
+		time.Sleep(100 * time.Millisecond) // /proc/self/task/*/syscall unreadable here
+	}
 	words[900].Add(1) // no wake
 	if err := <-done; !errors.Is(err, ErrTimeout) {
 		t.Fatalf("a change without a wake ended the wait (%v): the words were polled", err)
+	}
+}
+
+// awaitWaitvSleepers waits up to d until at least n of this process's
+// threads are inside futex_waitv (/proc/self/task/*/syscall); false when
+// that cannot be read.
+func awaitWaitvSleepers(n int, d time.Duration) bool {
+	want := strconv.Itoa(sysFutexWaitv) + " "
+	for end := time.Now().Add(d); ; {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return false
+		}
+		in, readable := 0, false
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+			if err != nil {
+				continue // exited, or not readable
+			}
+			readable = true
+			if strings.HasPrefix(string(b), want) {
+				in++
+			}
+		}
+		if !readable {
+			return false
+		}
+		if in >= n || time.Now().After(end) {
+			return true
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
