@@ -222,7 +222,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 
 	fmt.Fprintf(w, "\n## Throughput\n\n"+
 		"Publish as fast as possible with at most *window* messages per topic published and not yet taken, on a fresh pair of bridges per row and repetition; timed from "+
-		"the first publish until the subscriber took the last message (after two untimed warm-up messages). "+r.timedText()+
+		"the first publish until the subscriber took the last message (after two untimed warm-up messages and an untimed lap at the same window: as many messages as go round the window's pool blocks and the ring once, at most the timed count, so that every page the timed run touches is in memory on both hosts, as the bare loops' regions are before their clocks start). "+r.timedText()+
 		"%s GB/s = 10⁹ bytes/s of payload. "+r.baselinesText()+r.railsBaselineText()+
 		"\"vs …\" columns are medians of the per-repetition ratios (each repetition measures every row once); \"vs default\" compares with the bridge's default path at the same size; multi-topic rows are aggregates. records/msg and write-backs/msg are the bridge's link counters.\n\n", reps(r.Reps))
 	t = benchutil.Table{Head: []string{"size", "path", "messages", "window", "msg/s", "GB/s", "vs bare loop", "vs default", "records/msg", "write-backs/msg"}, Align: "llrrrrrrrr"}
