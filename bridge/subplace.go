@@ -76,9 +76,6 @@ func (l *readerLink) deliver(rec *ring.Record) (bool, error) {
 				l.b.log.Warn("no room for a message from another host: dropped", "topic", t.name, "size", size, "err", err)
 				t.dropping = true
 			} else {
-				// Its subscribers wake while the message is placed
-				// (zerocopy's wake-ahead), not after.
-				ln.Announce()
 				t.loan = ln
 			}
 		}

@@ -71,12 +71,6 @@ type Config struct {
 	// sleeping in the kernel: lowest latency for a core's worth of CPU.
 	// Default 0, or RGAPS_BUSY_POLL (a duration such as "50us").
 	BusyPoll time.Duration
-	// NoWakeAhead stops this process's publishes from announcing their
-	// samples before a copy (the form copy of a host loan to GPU readers,
-	// Loan.Announce): sleeping subscribers then wake after the publish,
-	// not during its copy, and do not poll. Default false, or
-	// RGAPS_WAKE_AHEAD=off.
-	NoWakeAhead bool
 	// JanitorPeriod is how often a process checks the owners of the
 	// endpoints of its open topics, reclaiming those of dead processes and
 	// updating deadline and liveliness status (default 100 ms).
@@ -205,15 +199,6 @@ func (c Config) withDefaults() (Config, error) {
 				return c, fmt.Errorf("%w: RGAPS_BUSY_POLL: %v", ErrInvalid, err)
 			}
 			c.BusyPoll = d
-		}
-	}
-	if !c.NoWakeAhead {
-		switch v := os.Getenv("RGAPS_WAKE_AHEAD"); v {
-		case "", "on":
-		case "off":
-			c.NoWakeAhead = true
-		default:
-			return c, fmt.Errorf("%w: RGAPS_WAKE_AHEAD=%q: want on or off", ErrInvalid, v)
 		}
 	}
 	if c.LockTimeout == 0 {

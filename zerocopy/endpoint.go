@@ -115,10 +115,6 @@ type endpoint struct {
 	// consumer in this process (take.go).
 	takeMu sync.Mutex
 
-	// spunFor (subscriptions) is the topic's hComingSeq this subscription
-	// last polled for (ahead.go): one poll per announcement.
-	spunFor atomic.Uint32
-
 	// seenGen is matchGen, readable without mu: the janitor's tick skips
 	// an endpoint whose topic did not change and that has no deadline.
 	seenGen atomic.Uint32

@@ -94,8 +94,6 @@ const (
 	hLock         = 704 // shm.Lock (16 bytes)
 	hPubSeq       = 768 // u32 futex: +1 on every publish
 	hPubWaiters   = 772 // u32 blocked subscribers (publishers wake only if > 0)
-	hComing       = 776 // u32 publishes whose sample is on its way (a form copy runs): waiters poll (ahead.go)
-	hComingSeq    = 780 // u32 +1 whenever a publish announces its sample ahead
 	hSpaceSeq     = 832 // u32 futex: +1 whenever a sample, queue slot or block frees
 	hSpaceWaiters = 836 // u32
 	hGeneration   = 896 // u32: +1 on every endpoint change (create, close, reclaim)

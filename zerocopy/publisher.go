@@ -46,9 +46,6 @@ type Loan struct {
 	onStream bool
 	// trace, when set (PublishTraced), receives the publish's stages.
 	trace *PublishTrace
-	// ahead: Announce told the waiters (ahead.go); Publish or Discard
-	// ends it.
-	ahead bool
 }
 
 // Bytes is the loaned host memory; nil for a device loan. Writes go straight
@@ -304,10 +301,6 @@ func (l *Loan) Discard() (err error) {
 		return ErrClosed // Close gave every loan back already
 	}
 	defer l.p.exit()
-	if l.ahead {
-		l.ahead = false
-		l.p.t.unannounce()
-	}
 	werr := waitAll(l.copies) // a copy still running must not land in the block's next user
 	l.copies = nil
 	err = l.p.t.release(l.p.slot, l.n, "loan is not held by this publisher (reclaimed?)")
@@ -368,12 +361,7 @@ func (l *Loan) publishEntered() error {
 	if err == nil {
 		err = l.waitDevice()
 	}
-	ahead := l.ahead
-	l.ahead = false
 	if err != nil {
-		if ahead {
-			l.p.t.unannounce()
-		}
 		l.p.dropLoan(l.n)
 		return fmt.Errorf("waiting for the device writes: %w", err)
 	}
@@ -381,7 +369,7 @@ func (l *Loan) publishEntered() error {
 		tr.mark(&tr.Writes)
 		tr.Forms = tr.Writes
 	}
-	return l.p.publish(l.n, l.origin, l.trace, ahead)
+	return l.p.publish(l.n, l.origin, l.trace)
 }
 
 // Origin is where a message really comes from, for a republishing
@@ -519,9 +507,7 @@ func (p *Publisher) noteData(now time.Time) {
 
 // publish queues held sample n for every matched subscription, recording
 // its stages in tr unless nil; the caller has entered.
-// ahead: the sample was announced already (Loan.Announce); publish ends
-// the announcement.
-func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace, ahead bool) (err error) {
+func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace) (err error) {
 	t := p.t
 	defer t.unguard(guard(), &err)
 	so := t.slotOff(p.slot)
@@ -529,14 +515,9 @@ func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace, ahead bo
 	// announced: counted in spaceWaiters, which a publish that has to
 	// wait does before it checks again (waitSpace).
 	announced := false
-	// ahead: the sample was announced to the waiters (before its form
-	// copy, or by Loan.Announce).
 	defer func() {
 		if announced {
 			t.spaceWaiters.Add(^uint32(0))
-		}
-		if ahead {
-			t.unannounce()
 		}
 	}()
 	for {
@@ -614,9 +595,6 @@ func (p *Publisher) publish(n uint32, origin *Origin, tr *PublishTrace, ahead bo
 				}
 			}
 			if err == nil {
-				if !ahead {
-					ahead = t.announce(t.u64(t.sampleOff(n) + sSize).Load())
-				}
 				err = t.copyForm(n, dev, false)
 			}
 			if tr != nil {

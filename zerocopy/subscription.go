@@ -221,9 +221,6 @@ func (s *Subscription) wait(timeout time.Duration) (err error) {
 		if s.ready() {
 			return nil
 		}
-		if s.expecting() && pollAhead(s.ready, s.coming) {
-			return nil
-		}
 		// Waits for data as long as asked: a topic whose file was
 		// truncated under this process is noticed by the janitor, whose
 		// wake cannot reach a futex on the lost pages; its fence wakes

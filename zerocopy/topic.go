@@ -96,7 +96,6 @@ type Topic struct {
 	instance uint64          // the header's instance tag
 
 	pubSeq, pubWaiters     *atomic.Uint32
-	coming, comingSeq      *atomic.Uint32 // samples announced ahead (ahead.go)
 	spaceSeq, spaceWaiters *atomic.Uint32
 	generation, state      *atomic.Uint32
 
@@ -382,8 +381,6 @@ func attachTopic(d *Domain, seg *shm.Segment, topic string) (_ *Topic, err error
 		lk:           shm.LockAt(seg, hLock),
 		pubSeq:       seg.Uint32(hPubSeq),
 		pubWaiters:   seg.Uint32(hPubWaiters),
-		coming:       seg.Uint32(hComing),
-		comingSeq:    seg.Uint32(hComingSeq),
 		spaceSeq:     seg.Uint32(hSpaceSeq),
 		spaceWaiters: seg.Uint32(hSpaceWaiters),
 		generation:   seg.Uint32(hGeneration),

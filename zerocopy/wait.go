@@ -23,9 +23,6 @@ type Waitable interface {
 	release()
 	gone() bool
 	readyHeld() bool // Ready, for a caller that holds the item
-	// expecting and coming: a sample announced ahead (ahead.go).
-	expecting() bool
-	coming() bool
 }
 
 func (s *Subscription) readyHeld() bool    { return s.ready() }
@@ -211,9 +208,6 @@ func Wait(items []Waitable, ready []bool, timeout, busyPoll time.Duration) error
 		if check() {
 			return nil
 		}
-		if anyExpecting(items) && pollAhead(check, func() bool { return anyComing(items) }) {
-			return nil
-		}
 		// A subscription whose topic's file was truncated under this
 		// process is found by the janitor, whose wake cannot reach a futex
 		// on the lost pages: its fence wakes the wait instead (Ready then
@@ -318,18 +312,6 @@ items:
 		ready[i] = it.readyHeld()
 		any = any || ready[i]
 		closed = closed || it.gone()
-	}
-	if !closed && !any && anyExpecting(items) {
-		// A sample announced ahead: poll for it (the words read above are
-		// then stale, so the caller's sleep ends at once and it re-checks).
-		any = pollAhead(func() bool {
-			r := false
-			for i, it := range items {
-				ready[i] = it.readyHeld()
-				r = r || ready[i]
-			}
-			return r
-		}, func() bool { return anyComing(items) })
 	}
 	if closed || any {
 		s.counters = nil
