@@ -125,6 +125,10 @@ type Options struct {
 	Child func() *exec.Cmd
 	// Progress receives one line per step; nil is silent.
 	Progress io.Writer
+	// SubSchedule is how the subscriber processes' threads wait for the
+	// GPU in their synchronising calls (schedules: "auto", "spin",
+	// "yield", "blocking"); "" leaves the driver's default (auto).
+	SubSchedule string
 
 	fake bool // tests: the host-memory fake device; Pinned-Shared is skipped
 }
@@ -203,6 +207,9 @@ type Result struct {
 	Elapsed  benchutil.Seconds `json:"elapsed_s"`
 }
 
+// schedules are the values of Options.SubSchedule.
+var schedules = map[string]cuda.Schedule{"auto": cuda.ScheduleAuto, "spin": cuda.ScheduleSpin, "yield": cuda.ScheduleYield, "blocking": cuda.ScheduleBlocking}
+
 // Settings are the options in force.
 type Settings struct {
 	Sizes     []int          `json:"sizes"`
@@ -218,6 +225,8 @@ type Settings struct {
 	QoS       string         `json:"qos"`
 	Topics    []string       `json:"topics"`
 	Fake      bool           `json:"fake_device,omitempty"`
+	// SubSchedule: Options.SubSchedule ("" is the driver's default).
+	SubSchedule string `json:"sub_schedule,omitempty"`
 }
 
 // Setup is what the run paid once, outside every timed interval.
@@ -402,7 +411,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		CellIters: map[string]int{}, CellWarm: map[string]int{},
 		DataPaths: o.DataPaths, Domain: o.Domain, Prefix: o.Prefix, PoolSize: o.PoolSize,
-		QoS: "reliable, keep_last(10), volatile", Fake: o.fake,
+		QoS: "reliable, keep_last(10), volatile", Fake: o.fake, SubSchedule: o.SubSchedule,
 	}}
 	for _, s := range o.Sizes {
 		res.Settings.CellIters[strconv.Itoa(s)], res.Settings.CellWarm[strconv.Itoa(s)] = ItersFor(s, o.Iters, o.Warmup)

@@ -68,6 +68,12 @@ func (c *child) answer(err error) error { return benchutil.WriteFrame(c.ctl, rep
 // any message.
 func (c *child) init(req request) error {
 	t := time.Now()
+	if req.Schedule != "" && !req.Fake {
+		// Before the engine or this process opens the context.
+		if err := cuda.SetSchedule(req.Device, schedules[req.Schedule]); err != nil {
+			return c.answer(err)
+		}
+	}
 	dom := req.Domain
 	cfg := engineConfig(req.Prefix, req.PoolSize, req.Device)
 	cfg.StagingSize = req.StagingSize

@@ -40,6 +40,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	domain := fs.Uint("domain", DefaultDomain, "ROS domain id of the run (its shared memory and GPU daemon are private to the run anyway)")
 	device := fs.Int("device", 0, "CUDA device (0: RGAPS_GPU_DEVICE, or 0)")
 	pool := fs.String("pool", "", "pool size of every benchmark topic (default: 2.5 × the largest message, at least 64 MiB)")
+	schedule := fs.String("sub-schedule", "", "how subscriber processes wait for the GPU in synchronising calls (their CUDA context's CU_CTX_SCHED_*): auto, spin, yield or blocking (default: the driver's, auto)")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results (every sample) to this file")
 	fs.StringVar(&c.OutDir, "out", "", "also write the Markdown report to DIR/"+MarkdownFile)
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
@@ -62,7 +63,10 @@ flags:`)
 		fs.Usage()
 		return c, fmt.Errorf("%w: unexpected arguments %q", zerocopy.ErrInvalid, fs.Args())
 	}
-	o := Options{Iters: *iters, Warmup: *warmup, Device: *device}
+	o := Options{Iters: *iters, Warmup: *warmup, Device: *device, SubSchedule: *schedule}
+	if _, ok := schedules[*schedule]; !ok && *schedule != "" {
+		return c, fmt.Errorf("%w: -sub-schedule %q: want auto, spin, yield or blocking", zerocopy.ErrInvalid, *schedule)
+	}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)

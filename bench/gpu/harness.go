@@ -158,7 +158,7 @@ func (h *harness) spawnAll() error {
 	kids := h.procs.Kids()
 	for _, k := range kids {
 		req := request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.o.PoolSize,
-			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake}
+			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake, Schedule: h.o.SubSchedule}
 		if err := h.procs.Send(k, req); err != nil {
 			return err
 		}

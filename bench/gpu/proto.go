@@ -28,7 +28,8 @@ type request struct {
 	StagingSize uint64 `json:"staging_size,omitempty"`
 	Device      int    `json:"device,omitempty"`
 	Index       int    `json:"index,omitempty"`
-	Fake        bool   `json:"fake,omitempty"` // tests: the host-memory fake device
+	Fake        bool   `json:"fake,omitempty"`     // tests: the host-memory fake device
+	Schedule    string `json:"schedule,omitempty"` // Options.SubSchedule
 
 	// dp1, dp3
 	Path  string `json:"path,omitempty"` // dp3: PathShared or PathIceoryx

@@ -146,6 +146,9 @@ func (r *Result) writeHeader(w io.Writer) {
 	}
 	fmt.Fprintf(w, "- Run: %s, %.1f s; sizes %s; N = %s; messages per cell, timed+warm-up: %s; domain %d, shared-memory prefix %s; every topic's pool %s (GPU topic: GPU pool and host staging pool); QoS %s\n",
 		m.Date, float64(r.Elapsed)/1e9, strings.Join(sizes, ", "), strings.Join(subs, ", "), strings.Join(per, ", "), s.Domain, s.Prefix, gib(s.PoolSize), s.QoS)
+	if s.SubSchedule != "" {
+		fmt.Fprintf(w, "- Subscriber processes wait for the GPU with CUDA schedule %q (-sub-schedule; their kernels' synchronisation)\n", s.SubSchedule)
+	}
 	su := r.Setup
 	fmt.Fprintf(w, "- Paid once before any timed message (not in any table): registering data path 1's pool with CUDA %s ms; creating the GPU topic's publisher (maps the GPU pool, daemon start included, and registers the host staging pool) %s ms; %d subscriber processes' CUDA context + kernel load: up to %s ms\n",
 		ms(su.RegisterPool), ms(su.GPUTopic), su.Children, ms(su.ChildInitMax))

@@ -57,13 +57,13 @@ func TestParseArgs(t *testing.T) {
 	}
 
 	c, err = ParseArgs([]string{"-sizes", "1M, 8MiB,2G", "-subs", "1,3", "-iters", "7", "-warmup", "0", "-dp", "3",
-		"-domain", "5", "-device", "1", "-pool", "6GiB", "-json", "r.json", "-out", "dir", "-q"}, &stderr)
+		"-domain", "5", "-device", "1", "-pool", "6GiB", "-json", "r.json", "-out", "dir", "-q", "-sub-schedule", "blocking"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o = c.Options
 	if !slices.Equal(o.Sizes, []int{1 << 20, 8 << 20, 2 << 30}) || !slices.Equal(o.Subs, []int{1, 3}) || !slices.Equal(o.DataPaths, []int{3}) ||
-		o.Iters != 7 || o.Warmup != -1 || o.Domain != 5 || o.Device != 1 || o.PoolSize != 6<<30 || c.JSON != "r.json" || c.OutDir != "dir" || !c.Quiet {
+		o.Iters != 7 || o.Warmup != -1 || o.Domain != 5 || o.Device != 1 || o.PoolSize != 6<<30 || c.JSON != "r.json" || c.OutDir != "dir" || !c.Quiet || o.SubSchedule != "blocking" {
 		t.Errorf("parsed: %+v", c)
 	}
 	if d, _ := o.withDefaults(); d.Warmup != 0 {
@@ -73,7 +73,7 @@ func TestParseArgs(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-sizes", "1K"}, {"-sizes", "5G"}, {"-sizes", "x"}, {"-sizes", ""},
 		{"-subs", "0"}, {"-subs", "1,99"}, {"-dp", "2"}, {"-iters", "0"}, {"-warmup", "-1"},
-		{"-device", "-1"}, {"-pool", "lots"}, {"-pool", "1M"}, {"extra"}, {"-nope"},
+		{"-device", "-1"}, {"-pool", "lots"}, {"-pool", "1M"}, {"extra"}, {"-nope"}, {"-sub-schedule", "eager"},
 	} {
 		if _, err := ParseArgs(bad, &stderr); err == nil {
 			t.Errorf("ParseArgs(%q) accepted", bad)

@@ -937,3 +937,20 @@ func TestNonBlockingStream(t *testing.T) {
 		t.Fatal("copies on a non-blocking stream gave the wrong bytes")
 	}
 }
+
+// SetSchedule refuses values that are no schedule, and on a GPU changes
+// the primary context's wait (blocking here) while the context is in
+// use, after which synchronising calls still work.
+func TestSetSchedule(t *testing.T) {
+	if err := SetSchedule(0, Schedule(3)); err == nil {
+		t.Fatal("schedule 3 accepted")
+	}
+	d := requireGPU(t)
+	must(t, SetSchedule(0, ScheduleBlocking))
+	defer func() { must(t, SetSchedule(0, ScheduleAuto)) }()
+	p, err := d.Alloc(1 << 20)
+	must(t, err)
+	defer d.Free(p)
+	must(t, d.FillPattern(p, 1<<20, 7, nil))
+	must(t, d.CtxSynchronize())
+}

@@ -308,3 +308,35 @@ func (d *Device) Info() (Info, error) {
 	}
 	return in, nil
 }
+
+// Schedule is how a thread of this process waits for the device in a
+// synchronising call (cuDevicePrimaryCtxSetFlags' CU_CTX_SCHED_* flags).
+type Schedule uint32
+
+const (
+	ScheduleAuto     Schedule = 0 // the driver's choice: spin while contexts are fewer than processors
+	ScheduleSpin     Schedule = 1 // spin
+	ScheduleYield    Schedule = 2 // spin, yielding the processor
+	ScheduleBlocking Schedule = 4 // sleep until the device interrupts
+)
+
+// SetSchedule sets how this process's threads wait for device ordinal
+// (its primary context's flags) from now on.
+func SetSchedule(ordinal int, s Schedule) error {
+	switch s {
+	case ScheduleAuto, ScheduleSpin, ScheduleYield, ScheduleBlocking:
+	default:
+		return fmt.Errorf("CUDA schedule %d: not one of auto, spin, yield, blocking", s)
+	}
+	if err := load(); err != nil {
+		return err
+	}
+	dev, err := cuDeviceGet(ordinal)
+	if err != nil {
+		return fmt.Errorf("CUDA device %d: %w", ordinal, err)
+	}
+	if err := cuDevicePrimaryCtxSetFlags(dev, uint32(s)); err != nil {
+		return fmt.Errorf("setting CUDA device %d's schedule: %w", ordinal, err)
+	}
+	return nil
+}

@@ -95,6 +95,7 @@ static long rg_layout(int what) {
 	X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId") \
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
 	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
+	X(cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2") \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent") \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent") \
 	X(cuCtxSynchronize, "cuCtxSynchronize") \
@@ -230,6 +231,7 @@ static CUresult rg_cuDevicePrimaryCtxRetain(uintptr_t *ctx, CUdevice d) {
 }
 
 static CUresult rg_cuDevicePrimaryCtxRelease(CUdevice d) { return FN(cuDevicePrimaryCtxRelease, (CUdevice))(d); }
+static CUresult rg_cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned int f) { return FN(cuDevicePrimaryCtxSetFlags, (CUdevice, unsigned int))(d, f); }
 
 // Calls that run in a context.
 
@@ -653,6 +655,10 @@ func cuDevicePrimaryCtxRetain(dev int32) (uintptr, error) {
 	var ctx C.uintptr_t
 	err := check(C.RG_cuDevicePrimaryCtxRetain, C.rg_cuDevicePrimaryCtxRetain(&ctx, C.CUdevice(dev)))
 	return uintptr(ctx), err
+}
+
+func cuDevicePrimaryCtxSetFlags(dev int32, flags uint32) error {
+	return check(C.RG_cuDevicePrimaryCtxSetFlags, C.rg_cuDevicePrimaryCtxSetFlags(C.CUdevice(dev), C.uint(flags)))
 }
 
 func cuDevicePrimaryCtxRelease(dev int32) error {
