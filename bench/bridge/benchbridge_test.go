@@ -212,3 +212,27 @@ func TestParseArgs(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// The rails goal is judged only where the rails variant has more than one
+// rail: with one (the choice on a 2-core machine) it says it was not
+// measured.
+func TestRailsGoalLine(t *testing.T) {
+	size := GoalRailsSize
+	base := Baseline{Size: size, Iters: 10, Runs: []time.Duration{time.Second}}
+	cell := Cell{Size: size, Messages: 10, Runs: []time.Duration{time.Second / 2}}
+	for _, tc := range []struct {
+		rails int
+		want  string
+	}{
+		{1, "not measured (the rails variant has one rail here"},
+		{4, "one topic over 4 rails at ≥ 1.5× the single-endpoint bare fi_writedata loop for 64 MiB messages: **met** (2.00×"},
+	} {
+		r := &Result{Rails: tc.rails, Bare: []Baseline{base},
+			Variants: []VariantResult{{Variant: Variant{Key: KeyRails}, Cells: []Cell{cell}}}}
+		var md strings.Builder
+		r.writeRailsGoal(&md)
+		if !strings.Contains(md.String(), tc.want) {
+			t.Errorf("%d rails: %q lacks %q", tc.rails, md.String(), tc.want)
+		}
+	}
+}
