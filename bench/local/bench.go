@@ -151,6 +151,16 @@ type Cell struct {
 	// Send[i] is the publisher's side of message i in ns: the Publish call
 	// (rgaps), the writes to every socket (uds), the wake call (futex).
 	Send []int64 `json:"send_ns"`
+	// Idle[i] (rgaps): from the previous message's last acknowledgement
+	// (or the cell's start) to t0: the publisher's loan and fill, and the
+	// wait for every subscriber to sleep. The subscribers sleep about that
+	// long before the message wakes them.
+	Idle []int64 `json:"idle_ns,omitempty"`
+	// Pause (futex cells of a size, Size > 0): how long the waker waited
+	// after the acknowledgements before each wake (once every subscriber
+	// slept): the rgaps cell's IdleP50 at that size and N, so that the
+	// floor's sleepers sleep as long as rgaps' did.
+	Pause int64 `json:"pause_ns,omitempty"`
 	// Queued[i], Woken[i] (rgaps): when Publish had queued the sample and
 	// released the lock, and when its wake-up call returned, from the
 	// start of the call (zerocopy.PublishTrace).
@@ -182,6 +192,7 @@ type Stats struct {
 	WakeP50   int64 `json:"wake_p50_ns,omitempty"`
 	QueuedP50 int64 `json:"queued_p50_ns,omitempty"`
 	WokenP50  int64 `json:"woken_p50_ns,omitempty"`
+	IdleP50   int64 `json:"idle_p50_ns,omitempty"`
 }
 
 // ItersFor is the (timed, warm-up) message count of a cell of size bytes.
@@ -299,6 +310,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			total += len(o.Sizes) * len(o.Subs)
 		}
 	}
+	matched := slices.Contains(o.paths, PathFutex) && slices.Contains(o.paths, PathRgaps)
+	if matched {
+		total += len(o.Sizes) * len(o.Subs) // a floor per rgaps cell, paused as long
+	}
 	k := 0
 	for si, size := range o.Sizes {
 		for _, n := range o.Subs {
@@ -313,11 +328,24 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 				}
 				k++
 				h.progress("[%d/%d] %s %s N=%d: %d+%d messages", k, total, path, what, n, warmup, iters)
-				c, err := h.cell(path, csize, n, iters, warmup)
+				c, err := h.cell(path, csize, n, iters, warmup, 0)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s N=%d: %w", path, what, n, err)
 				}
 				res.Cells = append(res.Cells, c)
+				if path != PathRgaps || !matched {
+					continue
+				}
+				// The floor of the same processes sleeping as long as
+				// this cell's did before each wake.
+				k++
+				pause := time.Duration(c.Stats.IdleP50)
+				h.progress("[%d/%d] %s after a pause of %v (as %s %s) N=%d: %d+%d messages", k, total, PathFutex, pause.Round(time.Microsecond), path, what, n, o.Warmup, o.Iters)
+				f, err := h.cell(PathFutex, size, n, o.Iters, o.Warmup, pause)
+				if err != nil {
+					return nil, fmt.Errorf("%s paused as %s N=%d: %w", PathFutex, what, n, err)
+				}
+				res.Cells = append(res.Cells, f)
 			}
 		}
 	}

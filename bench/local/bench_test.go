@@ -51,7 +51,8 @@ func TestRunLocal(t *testing.T) {
 		}
 	}
 
-	if want := (2*len(o.Sizes) + 1) * len(o.Subs); len(res.Cells) != want {
+	// Per N: the floor, and per size rgaps, its paused floor and UDS.
+	if want := (3*len(o.Sizes) + 1) * len(o.Subs); len(res.Cells) != want {
 		t.Fatalf("%d cells, want %d", len(res.Cells), want)
 	}
 	for _, n := range o.Subs {
@@ -94,8 +95,14 @@ func TestRunLocal(t *testing.T) {
 				if path == PathRgaps {
 					// The stages: Wait returns before the sample is taken,
 					// and the publish queues before its wake call returns.
-					if len(c.Wake) != n || len(c.Queued) != o.Iters || len(c.Woken) != o.Iters {
-						t.Fatalf("cell %s %d N=%d: %d wake rows, %d queued, %d woken", path, size, n, len(c.Wake), len(c.Queued), len(c.Woken))
+					if len(c.Wake) != n || len(c.Queued) != o.Iters || len(c.Woken) != o.Iters || len(c.Idle) != o.Iters {
+						t.Fatalf("cell %s %d N=%d: %d wake rows, %d queued, %d woken, %d idle", path, size, n, len(c.Wake), len(c.Queued), len(c.Woken), len(c.Idle))
+					}
+					// The floor paused as long as this cell's publisher
+					// took from the acknowledgements to t0.
+					f := res.findCell(PathFutex, size, n)
+					if f == nil || c.Stats.IdleP50 <= 0 || f.Pause != c.Stats.IdleP50 || len(f.Lat) != n || len(f.Send) != o.Iters || f.Stats.P50 <= 0 {
+						t.Fatalf("cell %s %d N=%d (idle p50 %d ns): paused floor %+v", path, size, n, c.Stats.IdleP50, f)
 					}
 					for s := range n {
 						for i, w := range c.Wake[s] {
@@ -135,12 +142,12 @@ func TestRunLocal(t *testing.T) {
 			t.Errorf("%s table has %d rows, want %d", what, got, want)
 		}
 	}
-	for _, want := range []string{"# rgaps-bench local", "## Summary", "TLSF alloc+free p99 ≤ 1 µs", "garbage collections", "Wakeup p50 ≤ 5 µs", "futex floor of 2 processes", "Flat across N", "Flat across size", "Sleep before send", "all correct", res.Machine.Kernel, res.Machine.Go} {
+	for _, want := range []string{"# rgaps-bench local", "## Summary", "TLSF alloc+free p99 ≤ 1 µs", "garbage collections", "Wakeup p50 ≤ 5 µs", "futex floor of 2 processes", "when they sleep as long before the wake", "Flat across N", "Flat across size", "Sleep before send", "all correct", res.Machine.Kernel, res.Machine.Go} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Contains(progress.String(), "[10/10]") == false {
+	if strings.Contains(progress.String(), "[14/14]") == false {
 		t.Errorf("progress lacks the last cell:\n%s", progress.String())
 	}
 
@@ -171,7 +178,7 @@ func TestRunNoSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Settings.Settle || len(res.Cells) != 2 {
+	if res.Settings.Settle || len(res.Cells) != 3 { // the floor, rgaps, the paused floor
 		t.Fatalf("settle %v, %d cells", res.Settings.Settle, len(res.Cells))
 	}
 	for _, c := range res.Cells {

@@ -108,16 +108,21 @@ func (h *harness) settle(n int, count func() int) bool {
 // sleep.
 const settleLimit = time.Second
 
-// runFloor: once every subscriber sleeps on the floor word, stamp t0, bump
-// the word and wake them all; then wait for their acknowledgements.
-func (h *harness) runFloor(kids []*benchutil.Kid, send []int64) (unsettled int, err error) {
+// runFloor: once every subscriber sleeps on the floor word and pause has
+// passed since the previous acknowledgements (a spin: the waker's own
+// sleep would add its wake-up), stamp t0, bump the word and wake them
+// all; then wait for their acknowledgements.
+func (h *harness) runFloor(kids []*benchutil.Kid, send []int64, pause time.Duration) (unsettled int, err error) {
 	f := h.floor
+	acked := time.Now()
 	for i := range send {
 		if err := h.ctx.Err(); err != nil {
 			return unsettled, err
 		}
 		if !h.settle(len(kids), func() int { return int(f.waiters.Load()) }) {
 			unsettled++
+		}
+		for time.Since(acked) < pause {
 		}
 		t0 := time.Now()
 		f.setStamp(t0.UnixNano())
@@ -127,6 +132,7 @@ func (h *harness) runFloor(kids []*benchutil.Kid, send []int64) (unsettled int, 
 		if err := h.acks(kids); err != nil {
 			return unsettled, err
 		}
+		acked = time.Now()
 	}
 	return unsettled, nil
 }

@@ -114,8 +114,9 @@ func (h *harness) close(failed bool) error {
 }
 
 // cell runs one (path, size, subscriber count).
-func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
-	c := Cell{Path: path, Size: size, Subs: n, Iters: iters, Warmup: warmup}
+// pause (the futex path): see Cell.Pause.
+func (h *harness) cell(path string, size, n, iters, warmup int, pause time.Duration) (Cell, error) {
+	c := Cell{Path: path, Size: size, Subs: n, Iters: iters, Warmup: warmup, Pause: int64(pause)}
 	kids := h.procs.Kids()[:n]
 	count := iters + warmup
 	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count, FloorBase: h.floor.seq.Load()}); err != nil {
@@ -125,16 +126,16 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 		return c, err
 	}
 	send := make([]int64, count)
-	var queued, woken []int64
+	var queued, woken, idle []int64
 	var err error
 	switch path {
 	case PathRgaps:
-		queued, woken = make([]int64, count), make([]int64, count)
-		c.Unsettled, err = h.runRgaps(kids, size, send, queued, woken)
+		queued, woken, idle = make([]int64, count), make([]int64, count), make([]int64, count)
+		c.Unsettled, err = h.runRgaps(kids, size, send, queued, woken, idle)
 	case PathUDS:
 		err = h.runUDS(kids, size, send)
 	case PathFutex:
-		c.Unsettled, err = h.runFloor(kids, send)
+		c.Unsettled, err = h.runFloor(kids, send, pause)
 	}
 	if err != nil {
 		return c, err
@@ -167,7 +168,7 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 	}
 	c.Send = send[warmup:]
 	if queued != nil {
-		c.Queued, c.Woken = queued[warmup:], woken[warmup:]
+		c.Queued, c.Woken, c.Idle = queued[warmup:], woken[warmup:], idle[warmup:]
 	}
 	c.Stats = cellStats(&c)
 	return c, nil
@@ -176,12 +177,14 @@ func (h *harness) cell(path string, size, n, iters, warmup int) (Cell, error) {
 // runRgaps: loan, fill (untimed), wait until every subscriber sleeps in
 // Wait (untimed), stamp t0, Publish (traced: queued[i], woken[i]); then
 // wait for every subscriber's acknowledgement before the next message.
-func (h *harness) runRgaps(kids []*benchutil.Kid, size int, send, queued, woken []int64) (unsettled int, err error) {
+// idle[i] is the time from the previous acknowledgements to t0.
+func (h *harness) runRgaps(kids []*benchutil.Kid, size int, send, queued, woken, idle []int64) (unsettled int, err error) {
 	if err := benchutil.WaitMatched(h.ctx, h.pub, len(kids), peerTimeout); err != nil {
 		return 0, err
 	}
 	topic := h.pub.Topic()
 	var tr zerocopy.PublishTrace
+	acked := time.Now()
 	for i := range send {
 		if err := h.ctx.Err(); err != nil {
 			return unsettled, err
@@ -201,10 +204,11 @@ func (h *harness) runRgaps(kids []*benchutil.Kid, size int, send, queued, woken 
 			return unsettled, err
 		}
 		send[i] = int64(time.Since(t0))
-		queued[i], woken[i] = int64(tr.Queued), int64(tr.Woken)
+		queued[i], woken[i], idle[i] = int64(tr.Queued), int64(tr.Woken), int64(t0.Sub(acked))
 		if err := h.acks(kids); err != nil {
 			return unsettled, err
 		}
+		acked = time.Now()
 	}
 	return unsettled, nil
 }

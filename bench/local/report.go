@@ -47,12 +47,10 @@ func ratio(a, b int64) string {
 	return benchutil.Times(float64(a) / float64(b))
 }
 
-// findCell returns the cell of (path, size, n), or nil (PathFutex: any
-// size, it has none).
+// findCell returns the cell of (path, size, n), or nil. The futex floor
+// is size 0; a futex cell of a size is the floor paused as long as rgaps'
+// cell of that size (Cell.Pause).
 func (r *Result) findCell(path string, size, n int) *Cell {
-	if path == PathFutex {
-		size = 0
-	}
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		if c.Path == path && c.Size == size && c.Subs == n {
@@ -85,8 +83,9 @@ func (r *Result) AllocTable(w io.Writer) {
 func (r *Result) WakeupTable(w io.Writer) {
 	t := benchutil.Table{
 		Head: []string{"size", "N", "msgs", "floor p50 / p99", "rgaps p50 / p99", "rgaps / floor (p50)", "all-woke p50: floor / rgaps",
+			"rgaps idle p50 · floor after that pause p50 / p99", "rgaps / paused floor (p50)",
 			"rgaps stages p50: queued · woken · woke · took", "Publish call p50", "thesis notify (T4.4)"},
-		Align: "rrrrrrrrrr",
+		Align: "rrrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
 		for _, n := range r.Settings.Subs {
@@ -107,8 +106,13 @@ func (r *Result) WakeupTable(w io.Writer) {
 				floor, q, allFloor = us(f.Stats.P50)+" / "+us(f.Stats.P99), ratio(z.Stats.P50, f.Stats.P50), us(f.Stats.AllP50)
 			}
 			st := z.Stats
+			paused, pq := us(st.IdleP50)+" · —", "—"
+			if f := r.findCell(PathFutex, size, n); f != nil {
+				paused, pq = us(st.IdleP50)+" · "+us(f.Stats.P50)+" / "+us(f.Stats.P99), ratio(st.P50, f.Stats.P50)
+			}
 			t.Rows = append(t.Rows, []string{
 				benchutil.FormatSize(size), strconv.Itoa(n), msgs, floor, us(st.P50) + " / " + us(st.P99), q, allFloor + " / " + us(st.AllP50),
+				paused, pq,
 				us(st.QueuedP50) + " · " + us(st.WokenP50) + " · " + us(st.WakeP50) + " · " + us(st.P50), us(st.SendP50), tn,
 			})
 		}
@@ -225,6 +229,9 @@ func (r *Result) Summary() []string {
 		out = append(out, fmt.Sprintf("Wakeup p50 at N=%d ≤ %.1f× this run's futex floor of %d processes (one FUTEX_WAKE of %d sleepers, p50 %s µs): %s — %s. Floors p50 by N: %s µs. Against the two-thread floor (p50 %s µs): %s.",
 			nHi, GoalFloorRatio, nHi, nHi, us(f.Stats.P50), benchutil.MetWord(ok), strings.Join(parts, ", "), strings.Join(floors, ", "), us(r.Machine.WakeP50), strings.Join(twos, ", ")))
 	}
+	if line := r.pausedFloorLine(nHi); line != "" {
+		out = append(out, line)
+	}
 	if nLo != nHi {
 		var parts []string
 		flat := true
@@ -304,6 +311,27 @@ func (r *Result) Summary() []string {
 	return out
 }
 
+// pausedFloorLine judges the wake-up at N=n against the floor of the same
+// processes paused as long as rgaps' (Cell.Pause): "" without such cells.
+func (r *Result) pausedFloorLine(n int) string {
+	var parts []string
+	ok := true
+	for _, size := range r.Settings.Sizes {
+		z, f := r.findCell(PathRgaps, size, n), r.findCell(PathFutex, size, n)
+		if z == nil || f == nil {
+			continue
+		}
+		q := float64(z.Stats.P50) / float64(max(f.Stats.P50, 1))
+		ok = ok && q <= GoalFloorRatio
+		parts = append(parts, fmt.Sprintf("%s %s µs = %s the floor after a %s µs pause (%s µs)", benchutil.FormatSize(size), us(z.Stats.P50), ratio(z.Stats.P50, f.Stats.P50), us(f.Pause), us(f.Stats.P50)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Wakeup p50 at N=%d ≤ %.1f× the floor of the same %d processes when they sleep as long before the wake as rgaps' subscribers did (the waker pauses rgaps' idle p50 after the acknowledgements): %s — %s.",
+		n, GoalFloorRatio, n, benchutil.MetWord(ok), strings.Join(parts, "; "))
+}
+
 func flatWord(ok bool) string {
 	if ok {
 		return "flat"
@@ -344,6 +372,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "rgaps: the publisher loans and fills the message, "+settled+", stamps t0 (wall clock) in the block and calls Publish; each subscriber notes when Wait returned (woke) and when it holds the sample (took), minus t0. "+
 		"Stages (Loan.PublishTraced, from the start of Publish): queued = the sample is in every queue and the topic lock released, woken = the FUTEX_WAKE call returned. "+
 		"Floor: the same subscriber processes sleep in futex(FUTEX_WAIT) on one word of a shared segment; the publisher (like rgaps' settled or not) stamps t0 and wakes them with one FUTEX_WAKE; each records now − t0 (no engine, no payload: what waking N processes costs here). "+
+		"How soon a sleeper is back depends on how long it slept (an idle processor of a virtual machine polls a while, then halts, and a halted one takes longer to wake), and rgaps' subscribers sleep while the publisher loans and fills the next message: so the floor runs again after each rgaps cell with the waker pausing, after the acknowledgements, as long as that cell's publisher took from the acknowledgements to t0 (rgaps idle p50; a spin), and rgaps is also compared with that paused floor. "+
 		"Paced: the next message goes after every subscriber acknowledged the previous one (not timed). "+
 		"p50/p99 over all subscribers' samples; all-woke = p50 of the per-message maximum over subscribers. "+
 		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up); the floor runs %d+%d per N. Thesis column: Table 4.4 notification via Iceoryx (avg, any size).\n\n",

@@ -42,6 +42,7 @@ func cellStats(c *Cell) Stats {
 		st.WakeP50 = pct(wakes, 50)
 		st.QueuedP50 = pct(sortedCopy(c.Queued), 50)
 		st.WokenP50 = pct(sortedCopy(c.Woken), 50)
+		st.IdleP50 = pct(sortedCopy(c.Idle), 50)
 	}
 	return st
 }
