@@ -202,6 +202,7 @@ type Result struct {
 	Setup    Setup             `json:"setup"`
 	DP1      []DP1Row          `json:"dp1"`
 	DP3      []DP3Cell         `json:"dp3"`
+	Floors   []FloorCell       `json:"floors,omitempty"`
 	Checks   Checks            `json:"checks"`
 	Verdicts []Goal            `json:"goals"`
 	Elapsed  benchutil.Seconds `json:"elapsed_s"`
@@ -308,6 +309,10 @@ type DP3Cell struct {
 	Forms  []int64 `json:"forms_ns"`
 	Queued []int64 `json:"queued_ns"`
 	Woken  []int64 `json:"woken_ns"`
+	// Idle: from the previous message's last acknowledgement (or the
+	// cell's start) to t0: the loan, the fill and the wait for every
+	// subscriber to sleep. The subscribers sleep about that long.
+	Idle []int64 `json:"idle_ns"`
 	// Unsettled counts messages published before every subscriber slept.
 	Unsettled int `json:"unsettled,omitempty"`
 
@@ -351,6 +356,32 @@ type DP3Stats struct {
 	TakeMax   Summary `json:"take_max"`
 	PtrAvg    Summary `json:"ptr_avg"`
 	AfterCopy Summary `json:"after_copy"`
+	// Idle (DP3Cell.Idle), and Woke: the last subscriber's wake − Queued,
+	// the wake-up as the futex floor measures it (from just before the
+	// wake call).
+	Idle Summary `json:"idle"`
+	Woke Summary `json:"woke"`
+}
+
+// FloorCell is the futex floor of the N subscriber processes of a
+// Pinned-Shared cell (benchutil.Floor): they sleep on a word of their own,
+// and once all sleep and Pause has passed since their acknowledgements
+// (that cell's idle p50, so they sleep as long as they did there), one
+// FUTEX_WAKE wakes them all. No engine, no GPU: what waking these N
+// processes costs after such a sleep.
+type FloorCell struct {
+	Size   int   `json:"size"` // of the Pinned-Shared cell it follows
+	Subs   int   `json:"subs"`
+	Iters  int   `json:"iters"`
+	Warmup int   `json:"warmup"`
+	Pause  int64 `json:"pause_ns"`
+	// Lat[s][i]: subscriber s's wake − t0 (just before the wake call) of
+	// timed message i.
+	Lat       [][]int64 `json:"lat_ns"`
+	Unsettled int       `json:"unsettled,omitempty"`
+	// First and Last: per message, the earliest and the latest wake.
+	First Summary `json:"first"`
+	Last  Summary `json:"last"`
 }
 
 func (c *DP3Cell) summarize() {
@@ -374,7 +405,9 @@ func (c *DP3Cell) summarize() {
 		st.TakeMax = summarize(maxOf(n, m, take))
 		st.PtrAvg = summarize(avgOver(n, m, func(s, i int) int64 { return c.Ptr[s][i] - c.Taken[s][i] }))
 		st.AfterCopy = summarize(diffOf(maxOver(c.Ptr), c.Forms))
+		st.Woke = summarize(diffOf(maxOver(c.Wake), c.Queued))
 	}
+	st.Idle = summarize(c.Idle)
 	c.Stats = st
 }
 

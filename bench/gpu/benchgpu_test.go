@@ -87,6 +87,9 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 	if want := len(o.Sizes) * len(o.Subs) * len(paths); len(res.DP3) != want {
 		t.Fatalf("%d data path 3 cells, want %d", len(res.DP3), want)
 	}
+	if want := len(o.Sizes) * len(o.Subs); len(res.Floors) != want {
+		t.Fatalf("%d floor cells, want %d", len(res.Floors), want)
+	}
 	kernels := 0
 	for _, size := range o.Sizes {
 		iters, warmup := ItersFor(size, o.Iters, o.Warmup)
@@ -126,6 +129,26 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 				if (path == PathIceoryx) != (st.SubCopy.N == iters) {
 					t.Errorf("cell %s %d N=%d: own-copy stats %+v", path, size, n, st.SubCopy)
 				}
+				if len(c.Idle) != iters || st.Idle.N != iters || st.Idle.Min <= 0 {
+					t.Errorf("cell %s %d N=%d: idle %v, %+v", path, size, n, c.Idle, st.Idle)
+				}
+			}
+			// The futex floor of the same processes, paused as long as the
+			// cell's publisher (Pinned-Shared's, where it ran).
+			f := res.findFloor(size, n)
+			if f == nil {
+				t.Fatalf("no floor cell %d N=%d", size, n)
+			}
+			if want := res.findDP3(paths[0], size, n).Stats.Idle.P50; f.Pause != want || f.Iters != iters || len(f.Lat) != n || f.Unsettled != 0 {
+				t.Errorf("floor %d N=%d: pause %d (want %d), %d iters, %d rows, %d unsettled", size, n, f.Pause, want, f.Iters, len(f.Lat), f.Unsettled)
+			}
+			for s := range f.Lat {
+				if len(f.Lat[s]) != iters || slices.Min(f.Lat[s]) <= 0 {
+					t.Errorf("floor %d N=%d sub %d: %v", size, n, s, f.Lat[s])
+				}
+			}
+			if f.First.N != iters || f.First.Min > f.Last.Min || f.First.Avg > f.Last.Avg {
+				t.Errorf("floor %d N=%d: first %+v, last %+v", size, n, f.First, f.Last)
 			}
 		}
 	}

@@ -22,6 +22,7 @@ type child struct {
 	node      *rgaps.Node
 	dev       device
 	fake      bool
+	floor     *benchutil.Floor // data path 3's futex floor
 }
 
 // ChildMain is a subscriber process of the GPU benchmark (`rgaps
@@ -43,12 +44,16 @@ func ChildMain() error {
 			return false, c.dp1(req)
 		case "dp3":
 			return false, c.dp3(req)
+		case "floor":
+			return false, c.floorCell(req)
 		}
 		return false, benchutil.WriteFrame(c.ctl, reply{Err: fmt.Sprintf("unknown request %q", req.Op)})
 	})
 }
 
 func (c *child) close() {
+	c.floor.Close(false)
+	c.floor = nil
 	if d, ok := c.dev.(*cuda.Device); ok {
 		d.Close()
 		c.dev = nil
@@ -86,6 +91,11 @@ func (c *child) init(req request) error {
 		return c.answer(err)
 	}
 	c.fake = req.Fake
+	if req.Floor != "" {
+		if c.floor, err = benchutil.OpenFloor(req.Floor); err != nil {
+			return c.answer(err)
+		}
+	}
 	if req.Fake {
 		if testDevice == nil {
 			return c.answer(errors.New("fake device requested outside the package's tests"))
@@ -122,6 +132,30 @@ func (c *child) waitSample(sub *zerocopy.Subscription) (*zerocopy.Sample, int64,
 		return nil, 0, err
 	}
 	return smp, wake, nil
+}
+
+// floorCell (FloorCell): per message, sleep on the floor word until the
+// parent wakes it, and acknowledge with wake − t0 (ack.Wake).
+func (c *child) floorCell(req request) error {
+	if c.floor == nil {
+		return c.answer(errors.New("no floor segment"))
+	}
+	if req.Count <= 0 {
+		return c.answer(fmt.Errorf("bad floor cell: count %d", req.Count))
+	}
+	if err := benchutil.WriteFrame(c.ctl, reply{}); err != nil { // ready
+		return err
+	}
+	for i := range req.Count {
+		lat, err := c.floor.Sleep(i, req.FloorBase, c.ppid)
+		if err != nil {
+			return c.failCell(i, err)
+		}
+		if err := benchutil.WriteFrame(c.ctl, ack{Wake: lat}); err != nil {
+			return err
+		}
+	}
+	return benchutil.WriteFrame(c.ctl, reply{})
 }
 
 // failCell reports an error that ends a cell early, as the acknowledgement

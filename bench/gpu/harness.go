@@ -39,6 +39,8 @@ type harness struct {
 	topic1    string
 	topicSh   string
 	topicIce  string
+
+	floor *benchutil.Floor // data path 3's futex floor (FloorCell)
 }
 
 func (h *harness) progress(format string, args ...any) {
@@ -151,6 +153,15 @@ func (h *harness) spawnAll() error {
 	if h.o.runs(3) {
 		n = max(n, slices.Max(h.o.Subs))
 	}
+	floorName := ""
+	if h.o.runs(3) {
+		floorName = benchutil.FloorName(h.o.Prefix)
+		f, err := benchutil.CreateFloor(floorName)
+		if err != nil {
+			return fmt.Errorf("the futex floor's segment: %w", err)
+		}
+		h.floor = f
+	}
 	h.progress("starting %d subscriber processes (CUDA start-up in each)", n)
 	if err := h.procs.SpawnN(n); err != nil {
 		return err
@@ -158,7 +169,7 @@ func (h *harness) spawnAll() error {
 	kids := h.procs.Kids()
 	for _, k := range kids {
 		req := request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.o.PoolSize,
-			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake, Schedule: h.o.SubSchedule}
+			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake, Schedule: h.o.SubSchedule, Floor: floorName}
 		if err := h.procs.Send(k, req); err != nil {
 			return err
 		}
@@ -179,6 +190,7 @@ func (h *harness) spawnAll() error {
 // and stops the private prefix's GPU daemon.
 func (h *harness) close(failed bool) error {
 	err := h.procs.Teardown(failed, 15*time.Second, h.rc, h.o.Prefix, h.private)
+	h.floor.Close(true)
 	if h.cdev != nil {
 		err = errors.Join(err, h.cdev.Close())
 	}
@@ -313,6 +325,7 @@ func (h *harness) size(size int) (err error) {
 		h.res.Checks.Patterns++
 	}
 	for _, n := range h.o.Subs {
+		var pause time.Duration
 		for _, path := range []string{PathShared, PathIceoryx} {
 			if path == PathShared && h.o.fake {
 				continue
@@ -323,9 +336,61 @@ func (h *harness) size(size int) (err error) {
 				return fmt.Errorf("data path 3 %s N=%d: %w", path, n, err)
 			}
 			h.res.DP3 = append(h.res.DP3, c)
+			if pause == 0 { // Pinned-Shared's, where it runs
+				pause = time.Duration(c.Stats.Idle.P50)
+			}
 		}
+		h.progress("data path 3, %s N=%d: the futex floor after a pause of %v", benchutil.FormatSize(size), n, pause.Round(time.Microsecond))
+		f, err := h.floorCell(size, n, iters, warmup, pause)
+		if err != nil {
+			return fmt.Errorf("data path 3 %s N=%d, the futex floor: %w", benchutil.FormatSize(size), n, err)
+		}
+		h.res.Floors = append(h.res.Floors, f)
 	}
 	return nil
+}
+
+// floorCell wakes n subscribers sleeping on the floor word, once all sleep
+// and pause has passed since their acknowledgements (a spin: the waker's
+// own sleep would add its wake-up), count times (FloorCell).
+func (h *harness) floorCell(size, n, iters, warmup int, pause time.Duration) (c FloorCell, err error) {
+	c = FloorCell{Size: size, Subs: n, Iters: iters, Warmup: warmup, Pause: int64(pause)}
+	kids := h.procs.Kids()[:n]
+	count := iters + warmup
+	if err := h.startCell(kids, request{Op: "floor", Count: count, FloorBase: h.floor.Base()}); err != nil {
+		return c, err
+	}
+	c.Lat = make([][]int64, n)
+	for s := range c.Lat {
+		c.Lat[s] = make([]int64, iters)
+	}
+	acked := time.Now()
+	for i := range count {
+		if err := h.ctx.Err(); err != nil {
+			return c, err
+		}
+		if !settle(h.ctx, n, h.floor.Sleepers) {
+			c.Unsettled++
+		}
+		for time.Since(acked) < pause {
+		}
+		h.floor.Wake()
+		for s, k := range kids {
+			a, err := h.readAck(k, i)
+			if err != nil {
+				return c, err
+			}
+			if j := i - warmup; j >= 0 {
+				c.Lat[s][j] = a.Wake
+			}
+		}
+		acked = time.Now()
+	}
+	if err := h.replies(kids); err != nil {
+		return c, err
+	}
+	c.First, c.Last = summarize(minOver(c.Lat)), summarize(maxOver(c.Lat))
+	return c, nil
 }
 
 // dp1 measures data path 1 for one size: per message, the bare pinned copy
@@ -487,6 +552,8 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		return r
 	}
 	c.Wake, c.Taken, c.Ptr, c.Done = rows(), rows(), rows(), rows()
+	c.Idle = make([]int64, iters)
+	acked := time.Now()
 	ptopic := pub.Topic()
 	var tr zerocopy.PublishTrace
 	if path == PathIceoryx {
@@ -533,9 +600,10 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 			}
 		}
 		if j >= 0 {
-			c.Loan[j], c.Publish[j] = loanNs, pubNs
+			c.Loan[j], c.Publish[j], c.Idle[j] = loanNs, pubNs, t0-acked.UnixNano()
 			c.Forms[j], c.Queued[j], c.Woken[j] = int64(tr.Forms), int64(tr.Queued), int64(tr.Woken)
 		}
+		acked = time.Now()
 		h.res.Checks.DP3Kernels += n
 	}
 	if err := h.replies(kids); err != nil {

@@ -19,7 +19,7 @@ const (
 
 // request is what the parent asks a child.
 type request struct {
-	Op string `json:"op"` // "init", "dp1", "dp3"
+	Op string `json:"op"` // "init", "dp1", "dp3", "floor"
 
 	// init
 	Prefix      string `json:"prefix,omitempty"`
@@ -30,6 +30,7 @@ type request struct {
 	Index       int    `json:"index,omitempty"`
 	Fake        bool   `json:"fake,omitempty"`     // tests: the host-memory fake device
 	Schedule    string `json:"schedule,omitempty"` // Options.SubSchedule
+	Floor       string `json:"floor,omitempty"`    // the futex floor's segment (benchutil.Floor)
 
 	// dp1, dp3
 	Path  string `json:"path,omitempty"` // dp3: PathShared or PathIceoryx
@@ -37,6 +38,8 @@ type request struct {
 	Size  int    `json:"size,omitempty"`
 	Count int    `json:"count,omitempty"` // messages, warm-up included
 	Seed  uint32 `json:"seed,omitempty"`  // dp1: message i carries pattern Seed+i
+	// floor: the floor word's value when the cell began.
+	FloorBase uint32 `json:"floor_base,omitempty"`
 }
 
 // reply answers a request (and ends a cell). Err is set when it failed.

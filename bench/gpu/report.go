@@ -323,6 +323,44 @@ func (r *Result) stagesTable(w io.Writer) {
 	fmt.Fprintln(w, "Each message is published once every subscriber sleeps in Wait (Topic.Waiting). The H2D copy is the part of Publish before the sample is queued: the device block allocated under the topic lock, cuMemcpyHtoDAsync from the staging pool and the wait for its event. Queue: the lock taken again, the sample put in every subscriber's ring, the lock released. Wake call: the FUTEX_WAKE that wakes every sleeping subscriber. Awake: when a subscriber's Wait returned. Take: Wait returned → Take returned (no topic lock: the subscription's own ring). DevicePtr: Take → Sample.DevicePtr. Delivery − H2D copy is everything after the copy: the part that grows with N.")
 	fmt.Fprintln(w)
 	writeTable(w, &t)
+	r.floorTable(w)
+}
+
+// findFloor is the futex floor cell of (size, n), or nil.
+func (r *Result) findFloor(size, n int) *FloorCell {
+	for i := range r.Floors {
+		if f := &r.Floors[i]; f.Size == size && f.Subs == n {
+			return f
+		}
+	}
+	return nil
+}
+
+// floorTable writes the futex floor of the subscriber processes beside
+// Pinned-Shared's wake-up.
+func (r *Result) floorTable(w io.Writer) {
+	t := benchutil.Table{Head: []string{"size", "N", "pause: Pinned-Shared idle p50", "Pinned-Shared: last awake − queued (avg / p50)", "floor: first / last awake (avg)", "floor: last awake p50 / p99"},
+		Align: "rrrrrr"}
+	for _, size := range r.Settings.Sizes {
+		for _, n := range r.Settings.Subs {
+			f, c := r.findFloor(size, n), r.findDP3(PathShared, size, n)
+			if f == nil || c == nil || c.Stats.Woke.N == 0 {
+				continue
+			}
+			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), benchutil.US(f.Pause),
+				benchutil.US(c.Stats.Woke.Avg) + " / " + benchutil.US(c.Stats.Woke.P50),
+				benchutil.US(f.First.Avg) + " / " + benchutil.US(f.Last.Avg), benchutil.US(f.Last.P50) + " / " + benchutil.US(f.Last.P99)})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "### Pinned-Shared's wake-up against the futex floor of the same subscriber processes (µs)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "After each cell of data path 3 the same N subscriber processes sleep in futex(FUTEX_WAIT) on a word of their own, and once every one sleeps and as much time has passed since their acknowledgements as Pinned-Shared's publisher took from the acknowledgements to t0 (its loan, fill and wait: how long its subscribers slept; the waker spins), t0 is stamped and one FUTEX_WAKE wakes them all; each notes its wake − t0. No engine, no GPU: what waking these N processes after such a sleep costs. Pinned-Shared's comparable figure is the last subscriber's wake − Queued (the sample queued, just before the wake call).")
+	fmt.Fprintln(w)
+	writeTable(w, &t)
 }
 
 // Goal is one goal's verdict.
@@ -388,6 +426,20 @@ func (r *Result) Goals() []Goal {
 		}
 		if have {
 			g.Detail += " Thesis Table 4.4 (T1+T2+T3, N=8 / N=1): 4 MB 228/223 = 1.022, 64 MB 2,884/2,879 = 1.002, 1 GB 43,689/43,684 = 1.000."
+			var fl []string
+			for _, size := range r.Settings.Sizes {
+				a, b := r.findFloor(size, lo), r.findFloor(size, hi)
+				ca, cb := r.findDP3(PathShared, size, lo), r.findDP3(PathShared, size, hi)
+				if a == nil || b == nil || ca == nil || cb == nil || lo == hi {
+					continue
+				}
+				fl = append(fl, fmt.Sprintf("%s: the last of N=%d awake %s µs later than the only one at N=%d (%s → %s µs), Pinned-Shared's %s µs later (%s → %s µs, wake − queued)",
+					benchutil.FormatSize(size), hi, benchutil.US(b.Last.Avg-a.Last.Avg), lo, benchutil.US(a.Last.Avg), benchutil.US(b.Last.Avg),
+					benchutil.US(cb.Stats.Woke.Avg-ca.Stats.Woke.Avg), benchutil.US(ca.Stats.Woke.Avg), benchutil.US(cb.Stats.Woke.Avg)))
+			}
+			if len(fl) > 0 {
+				g.Detail += " The futex floor of the same processes after as long a sleep (averages): " + strings.Join(fl, "; ") + "."
+			}
 		}
 	}
 	out = append(out, g)

@@ -261,8 +261,11 @@ func fakeResult() *Result {
 			c.Stats = DP3Stats{Loan: sm(800, 2_000), Publish: sm(h2d+3_000, h2d*11/10+3_000), Wake: sm(h2d+6_000, h2d*11/10+12_000),
 				Notify: sm(4_000+int64(n)*500, 12_000), Delivery: sm(del, del*11/10), Consumption: sm(del+int64(n)*30_000, (del+int64(n)*30_000)*12/10),
 				Forms: sm(h2d, h2d*11/10), Enqueue: sm(1_000, 3_000), WakeCall: sm(1_000*int64(n), 3_000*int64(n)), WakeFirst: sm(h2d+5_000, h2d+9_000),
-				WakeLast: sm(h2d+5_000+int64(n)*900, h2d+12_000), TakeAvg: sm(700, 2_000), TakeMax: sm(900, 3_000), PtrAvg: sm(400, 900), AfterCopy: sm(del-h2d, del-h2d+5_000)}
+				WakeLast: sm(h2d+5_000+int64(n)*900, h2d+12_000), TakeAvg: sm(700, 2_000), TakeMax: sm(900, 3_000), PtrAvg: sm(400, 900), AfterCopy: sm(del-h2d, del-h2d+5_000),
+				Idle: sm(300_000, 400_000), Woke: sm(5_000+int64(n)*900, 12_000)}
 			r.DP3 = append(r.DP3, c)
+			r.Floors = append(r.Floors, FloorCell{Size: size, Subs: n, Iters: it, Warmup: w, Pause: 300_000,
+				First: sm(9_000, 20_000), Last: sm(9_000+int64(n)*800, 30_000)})
 			own := bw * 5 * int64(10+(n-1)*3) / 10 // pageable ≈ 10 GB/s alone, contended beyond
 			b := DP3Cell{Path: PathIceoryx, Size: size, Subs: n, Iters: it, Warmup: w}
 			b.Stats = DP3Stats{Loan: sm(800, 2_000), Publish: sm(2_500, 6_000), Wake: sm(6_000, 14_000), Notify: sm(3_500, 9_000),
@@ -280,10 +283,10 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 	r.WriteMarkdown(&b)
 	md := b.String()
 	tables := benchtest.MarkdownTables(t, md)
-	if len(tables) != 6 {
-		t.Fatalf("%d tables, want 6:\n%s", len(tables), md)
+	if len(tables) != 7 {
+		t.Fatalf("%d tables, want 7:\n%s", len(tables), md)
 	}
-	for i, want := range []int{3, 3, 3, 12, 12, 12} {
+	for i, want := range []int{3, 3, 3, 12, 12, 12, 12} {
 		if len(tables[i]) != want {
 			t.Errorf("table %d has %d rows, want %d", i, len(tables[i]), want)
 		}
@@ -293,6 +296,7 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 		"Linux 6.8.0", "4 MiB 50+3, 64 MiB 20+3, 1 GiB 5+1", "1 / 224 / 1", "1 / 47,905 / 1", "451 + 1,184", "85,806 + 208,318",
 		"216 / 6 → 223", "43,677 / 11 → 43,689", "10 / 2,238 → 2,248", "12 / 382,018 → 382,030",
 		"T2 vs bare (goal ≥ 95%)", "99.5% met", "where the delivery time goes", "delivery − H2D copy (avg / p99)",
+		"against the futex floor of the same subscriber processes", "| 4 MiB | 8 | 300 | 12.2 / 12.2 | 10.1 / 16.9 | 15.4 / 30.0 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -302,7 +306,8 @@ func TestMarkdownFromFakeNumbers(t *testing.T) {
 	if len(g) != 3 || g[0].Status != "met" || g[1].Status != "NOT met" || g[2].Status != "met" {
 		t.Fatalf("goals %+v", g)
 	}
-	if !strings.Contains(g[1].Detail, "4 MiB 1.100") || !strings.Contains(g[1].Detail, "of which the H2D copy") || !strings.Contains(g[2].Detail, "Other sizes: 4 MiB N=8") {
+	if !strings.Contains(g[1].Detail, "4 MiB 1.100") || !strings.Contains(g[1].Detail, "of which the H2D copy") || !strings.Contains(g[2].Detail, "Other sizes: 4 MiB N=8") ||
+		!strings.Contains(g[1].Detail, "4 MiB: the last of N=8 awake 5.04 µs later than the only one at N=1") {
 		t.Errorf("goal details: %q / %q", g[1].Detail, g[2].Detail)
 	}
 	for _, l := range []string{"**met** — 4 MiB 99.5%", "**NOT met** — 4 MiB 1.100", "≥ 8× at N=8, 64 MiB: **met**"} {
@@ -337,7 +342,7 @@ func TestGoalsNotMeasured(t *testing.T) {
 	}
 	var b bytes.Buffer
 	r.WriteMarkdown(&b)
-	if n := len(benchtest.MarkdownTables(t, b.String())); n != 3 {
-		t.Errorf("%d tables without data path 1, want 3 (Pinned-Shared, its stages, Pageable-Iceoryx)", n)
+	if n := len(benchtest.MarkdownTables(t, b.String())); n != 4 {
+		t.Errorf("%d tables without data path 1, want 4 (Pinned-Shared, its stages, the futex floor, Pageable-Iceoryx)", n)
 	}
 }

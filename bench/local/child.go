@@ -25,8 +25,8 @@ type child struct {
 	ppid      int
 	ctx       *rgaps.Context
 	node      *rgaps.Node
-	buf       []byte      // receive buffer of the UDS baseline
-	floor     *floorWords // the futex floor's words (PathFutex)
+	buf       []byte           // receive buffer of the UDS baseline
+	floor     *benchutil.Floor // the futex floor's words (PathFutex)
 }
 
 // ChildMain is a subscriber process of the local benchmark (`rgaps
@@ -59,7 +59,7 @@ func (c *child) close() {
 		c.ctx.Close()
 		c.ctx, c.node = nil, nil
 	}
-	c.floor.close(false)
+	c.floor.Close(false)
 	c.floor = nil
 }
 
@@ -79,7 +79,7 @@ func (c *child) init(req request) error {
 	}
 	c.ctx, c.node = ctx, node
 	if req.Floor != "" {
-		if c.floor, err = openFloor(req.Floor); err != nil {
+		if c.floor, err = benchutil.OpenFloor(req.Floor); err != nil {
 			return benchutil.WriteFrame(c.ctl, reply{Err: err.Error()})
 		}
 	}

@@ -29,7 +29,7 @@ type harness struct {
 	topic     string
 	poolSize  uint64
 	udsBuf    []byte
-	floor     *floorWords // PathFutex's segment
+	floor     *benchutil.Floor // PathFutex's segment
 	floorName string
 }
 
@@ -71,8 +71,8 @@ func (h *harness) open() error {
 	if h.pub, err = h.node.NewPublisher(h.topic, msgType, qos.Default()); err != nil {
 		return err
 	}
-	h.floorName = floorName(h.o.Prefix)
-	if h.floor, err = createFloor(h.floorName); err != nil {
+	h.floorName = benchutil.FloorName(h.o.Prefix)
+	if h.floor, err = benchutil.CreateFloor(h.floorName); err != nil {
 		return fmt.Errorf("the futex floor's segment: %w", err)
 	}
 	h.procs.Watch()
@@ -109,7 +109,7 @@ func (h *harness) spawnAll(n int) (time.Duration, error) {
 // domain and, for a private prefix, removes every segment of it.
 func (h *harness) close(failed bool) error {
 	err := h.procs.Teardown(failed, 10*time.Second, h.rc, h.o.Prefix, h.private)
-	h.floor.close(true)
+	h.floor.Close(true)
 	return err
 }
 
@@ -119,7 +119,7 @@ func (h *harness) cell(path string, size, n, iters, warmup int, pause time.Durat
 	c := Cell{Path: path, Size: size, Subs: n, Iters: iters, Warmup: warmup, Pause: int64(pause)}
 	kids := h.procs.Kids()[:n]
 	count := iters + warmup
-	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count, FloorBase: h.floor.seq.Load()}); err != nil {
+	if err := h.procs.SendAll(kids, request{Op: "cell", Path: path, Topic: h.topic, Size: size, Count: count, FloorBase: h.floor.Base()}); err != nil {
 		return c, err
 	}
 	if err := benchutil.Collect[reply](h.procs, kids, nil); err != nil {
