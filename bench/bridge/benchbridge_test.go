@@ -224,7 +224,7 @@ func TestRailsGoalLine(t *testing.T) {
 		rails int
 		want  string
 	}{
-		{1, "not measured (the rails variant has one rail here"},
+		{1, "not measured (the rails variant has one rail in this run"},
 		{4, "one topic over 4 rails at ≥ 1.5× the single-endpoint bare fi_writedata loop for 64 MiB messages: **met** (2.00×"},
 	} {
 		r := &Result{Rails: tc.rails, Bare: []Baseline{base},

@@ -244,7 +244,8 @@ func waitCredit(ch chan int, timeout time.Duration) error {
 }
 
 // pubRun publishes per messages on every topic at once, each with at most
-// window published and not yet credited.
+// window published and not yet credited, and returns once every credit
+// came (none is left over for the next run, whose window it would widen).
 func pubRun(ss []*stream, got []chan int, per, window int, timeout time.Duration) error {
 	errs := make([]error, len(ss))
 	var wg sync.WaitGroup
@@ -253,13 +254,19 @@ func pubRun(ss []*stream, got []chan int, per, window int, timeout time.Duration
 		go func() {
 			defer wg.Done()
 			out := 0
+			credit := func() bool {
+				select {
+				case n := <-got[s.topic]:
+					out -= n
+					return true
+				case <-time.After(timeout):
+					errs[i] = fmt.Errorf("topic %d: the subscriber took nothing for %v", s.topic, timeout)
+					return false
+				}
+			}
 			for range per {
 				for out >= window {
-					select {
-					case n := <-got[s.topic]:
-						out -= n
-					case <-time.After(timeout):
-						errs[i] = fmt.Errorf("topic %d: the subscriber took nothing for %v", s.topic, timeout)
+					if !credit() {
 						return
 					}
 				}
@@ -268,6 +275,11 @@ func pubRun(ss []*stream, got []chan int, per, window int, timeout time.Duration
 					return
 				}
 				out++
+			}
+			for out > 0 {
+				if !credit() {
+					return
+				}
 			}
 		}()
 	}

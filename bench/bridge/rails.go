@@ -62,11 +62,14 @@ func measureBareRails(provider string, size, iters, k int, prefix string) (Basel
 }
 
 // railsWord is "1 rail" or "k rails".
-func railsWord(k int) string {
+func railsWord(k int) string { return plural(k, "rail") }
+
+// plural is "1 thing" or "k things".
+func plural(k int, thing string) string {
 	if k == 1 {
-		return "1 rail"
+		return "1 " + thing
 	}
-	return fmt.Sprintf("%d rails", k)
+	return fmt.Sprintf("%d %ss", k, thing)
 }
 
 // railsRatios are the ratio cells of the rails variant at size: against
@@ -92,7 +95,7 @@ func (r *Result) writeRailsGoal(w io.Writer) {
 		return
 	}
 	if r.Rails == 1 {
-		fmt.Fprintf(w, "\nGoal: one topic over K rails at ≥ %.1f× the single-endpoint bare fi_writedata loop for %s messages: not measured (the rails variant has one rail here, what the bridge chooses on this machine; -rails K measures K).\n",
+		fmt.Fprintf(w, "\nGoal: one topic over K rails at ≥ %.1f× the single-endpoint bare fi_writedata loop for %s messages: not measured (the rails variant has one rail in this run; -rails K measures K).\n",
 			GoalRailsVsBare, benchutil.FormatSize(GoalRailsSize))
 		return
 	}

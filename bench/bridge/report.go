@@ -300,7 +300,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Ratios (throughput, same run, medians of per-repetition ratios)\n\n")
 	t = benchutil.Table{Head: []string{"size", "bridge / bare loop", "bridge / streaming bare loop", "bridge / transport loop", "bridge " + r.Provider + " / bridge tcp",
 		"write-twice / default", "watermark 1/4 / default", fmt.Sprintf("per-topic / one ring (%d topics)", Topics),
-		railsWord(r.Rails) + " / bare loop", fmt.Sprintf("%s / bare over %d endpoints", railsWord(r.Rails), r.Rails)}, Align: "lrrrrrrrrr"}
+		railsWord(r.Rails) + " / bare loop", fmt.Sprintf("%s / bare over %s", railsWord(r.Rails), plural(r.Rails, "endpoint"))}, Align: "lrrrrrrrrr"}
 	var goalCells []string
 	goalMet, goalAny := true, false
 	for _, size := range r.Sizes {

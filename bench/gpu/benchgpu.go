@@ -134,6 +134,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
+	if _, ok := schedules[o.SubSchedule]; !ok && o.SubSchedule != "" {
+		return o, fmt.Errorf("subscriber schedule %q: want auto, spin, yield or blocking", o.SubSchedule)
+	}
 	if len(o.Sizes) == 0 {
 		o.Sizes = DefaultSizes
 	}
@@ -444,7 +447,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		Sizes: o.Sizes, Subs: o.Subs, Iters: o.Iters, Warmup: o.Warmup,
 		CellIters: map[string]int{}, CellWarm: map[string]int{},
 		DataPaths: o.DataPaths, Domain: o.Domain, Prefix: o.Prefix, PoolSize: o.PoolSize,
-		QoS: "reliable, keep_last(10), volatile", Fake: o.fake, SubSchedule: o.SubSchedule,
+		QoS: "reliable, keep_last(10), volatile", Fake: o.fake,
 	}}
 	for _, s := range o.Sizes {
 		res.Settings.CellIters[strconv.Itoa(s)], res.Settings.CellWarm[strconv.Itoa(s)] = ItersFor(s, o.Iters, o.Warmup)
@@ -455,6 +458,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res.Machine = machineInfo(h.cdev)
 	res.Settings.Topics = h.topics
+	if !o.fake {
+		res.Settings.SubSchedule = o.SubSchedule // the fake device has none
+	}
 	if err := h.spawnAll(); err != nil {
 		return nil, err
 	}

@@ -73,12 +73,6 @@ func (c *child) answer(err error) error { return benchutil.WriteFrame(c.ctl, rep
 // any message.
 func (c *child) init(req request) error {
 	t := time.Now()
-	if req.Schedule != "" && !req.Fake {
-		// Before the engine or this process opens the context.
-		if err := cuda.SetSchedule(req.Device, schedules[req.Schedule]); err != nil {
-			return c.answer(err)
-		}
-	}
 	dom := req.Domain
 	cfg := engineConfig(req.Prefix, req.PoolSize, req.Device)
 	cfg.StagingSize = req.StagingSize
@@ -102,11 +96,19 @@ func (c *child) init(req request) error {
 		}
 		c.dev = testDevice()
 	} else {
-		dev, err := cuda.Open(rc.Engine().Config().Device) // the engine's primary context
+		ordinal := rc.Engine().Config().Device
+		dev, err := cuda.Open(ordinal) // the engine's primary context
 		if err != nil {
 			return c.answer(needsGPU(err))
 		}
 		c.dev = dev
+		if req.Schedule != "" {
+			// The device the engine uses; before any kernel of this
+			// process (SetSchedule also changes a context in use).
+			if err := cuda.SetSchedule(ordinal, schedules[req.Schedule]); err != nil {
+				return c.answer(err)
+			}
+		}
 	}
 	p, err := c.dev.Alloc(MinSize)
 	if err != nil {

@@ -64,9 +64,6 @@ flags:`)
 		return c, fmt.Errorf("%w: unexpected arguments %q", zerocopy.ErrInvalid, fs.Args())
 	}
 	o := Options{Iters: *iters, Warmup: *warmup, Device: *device, SubSchedule: *schedule}
-	if _, ok := schedules[*schedule]; !ok && *schedule != "" {
-		return c, fmt.Errorf("%w: -sub-schedule %q: want auto, spin, yield or blocking", zerocopy.ErrInvalid, *schedule)
-	}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)

@@ -135,7 +135,8 @@ type AllocRow struct {
 }
 
 // Cell is one (path, size, subscriber count) of the wakeup measurement
-// (PathFutex: size 0).
+// (PathFutex: size 0 for the floor, the rgaps cell's size for the floor
+// paused as long as it idled).
 type Cell struct {
 	Path   string `json:"path"`
 	Size   int    `json:"size"`
@@ -340,8 +341,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 				// this cell's did before each wake.
 				k++
 				pause := time.Duration(c.Stats.IdleP50)
-				h.progress("[%d/%d] %s after a pause of %v (as %s %s) N=%d: %d+%d messages", k, total, PathFutex, pause.Round(time.Microsecond), path, what, n, o.Warmup, o.Iters)
-				f, err := h.cell(PathFutex, size, n, o.Iters, o.Warmup, pause)
+				h.progress("[%d/%d] %s after a pause of %v (as %s %s) N=%d: %d+%d messages", k, total, PathFutex, pause.Round(time.Microsecond), path, what, n, warmup, iters)
+				f, err := h.cell(PathFutex, size, n, iters, warmup, pause)
 				if err != nil {
 					return nil, fmt.Errorf("%s paused as %s N=%d: %w", PathFutex, what, n, err)
 				}

@@ -375,7 +375,7 @@ func (r *Result) WriteMarkdown(w io.Writer) {
 		"How soon a sleeper is back depends on how long it slept (an idle processor of a virtual machine polls a while, then halts, and a halted one takes longer to wake), and rgaps' subscribers sleep while the publisher loans and fills the next message: so the floor runs again after each rgaps cell with the waker pausing, after the acknowledgements, as long as that cell's publisher took from the acknowledgements to t0 (rgaps idle p50; a spin), and rgaps is also compared with that paused floor. "+
 		"Paced: the next message goes after every subscriber acknowledged the previous one (not timed). "+
 		"p50/p99 over all subscribers' samples; all-woke = p50 of the per-message maximum over subscribers. "+
-		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up); the floor runs %d+%d per N. Thesis column: Table 4.4 notification via Iceoryx (avg, any size).\n\n",
+		"msgs = timed messages per cell after %d warm-up (*: sizes above %s use %d after %d warm-up); the floor runs %d+%d per N, each paused floor as many as its rgaps cell. Thesis column: Table 4.4 notification via Iceoryx (avg, any size).\n\n",
 		s.Warmup, benchutil.FormatSize(BigSize), bi, bw, s.Iters, s.Warmup)
 	r.WakeupTable(w)
 	fmt.Fprintf(w, "\n## 3. The thesis' Pageable-UDS baseline: the same bytes over Unix-domain sockets (µs)\n\n")

@@ -940,14 +940,29 @@ func TestNonBlockingStream(t *testing.T) {
 
 // SetSchedule refuses values that are no schedule, and on a GPU changes
 // the primary context's wait (blocking here) while the context is in
-// use, after which synchronising calls still work.
+// use, keeping its other flags, after which synchronising calls still
+// work.
 func TestSetSchedule(t *testing.T) {
 	if err := SetSchedule(0, Schedule(3)); err == nil {
 		t.Fatal("schedule 3 accepted")
 	}
 	d := requireGPU(t)
+	old, err := ScheduleOf(0)
+	must(t, err)
+	dev, err := cuDeviceGet(0)
+	must(t, err)
+	before, _, err := cuDevicePrimaryCtxGetState(dev)
+	must(t, err)
 	must(t, SetSchedule(0, ScheduleBlocking))
-	defer func() { must(t, SetSchedule(0, ScheduleAuto)) }()
+	defer func() { must(t, SetSchedule(0, old)) }()
+	after, active, err := cuDevicePrimaryCtxGetState(dev)
+	must(t, err)
+	if !active || after != before&^scheduleMask|uint32(ScheduleBlocking) {
+		t.Fatalf("flags %#x (active %v) after SetSchedule(blocking), were %#x", after, active, before)
+	}
+	if s, err := ScheduleOf(0); err != nil || s != ScheduleBlocking {
+		t.Fatalf("ScheduleOf: %v, %v", s, err)
+	}
 	p, err := d.Alloc(1 << 20)
 	must(t, err)
 	defer d.Free(p)

@@ -320,8 +320,12 @@ const (
 	ScheduleBlocking Schedule = 4 // sleep until the device interrupts
 )
 
+// scheduleMask is the CU_CTX_SCHED_* bits of a context's flags.
+const scheduleMask = 7
+
 // SetSchedule sets how this process's threads wait for device ordinal
-// (its primary context's flags) from now on.
+// from now on: the schedule bits of its primary context's flags (the
+// others are kept), also while the context is in use.
 func SetSchedule(ordinal int, s Schedule) error {
 	switch s {
 	case ScheduleAuto, ScheduleSpin, ScheduleYield, ScheduleBlocking:
@@ -335,8 +339,28 @@ func SetSchedule(ordinal int, s Schedule) error {
 	if err != nil {
 		return fmt.Errorf("CUDA device %d: %w", ordinal, err)
 	}
-	if err := cuDevicePrimaryCtxSetFlags(dev, uint32(s)); err != nil {
+	flags, _, err := cuDevicePrimaryCtxGetState(dev)
+	if err != nil {
+		return fmt.Errorf("CUDA device %d's context flags: %w", ordinal, err)
+	}
+	if err := cuDevicePrimaryCtxSetFlags(dev, flags&^scheduleMask|uint32(s)); err != nil {
 		return fmt.Errorf("setting CUDA device %d's schedule: %w", ordinal, err)
 	}
 	return nil
+}
+
+// ScheduleOf is device ordinal's primary context's schedule now.
+func ScheduleOf(ordinal int) (Schedule, error) {
+	if err := load(); err != nil {
+		return 0, err
+	}
+	dev, err := cuDeviceGet(ordinal)
+	if err != nil {
+		return 0, fmt.Errorf("CUDA device %d: %w", ordinal, err)
+	}
+	flags, _, err := cuDevicePrimaryCtxGetState(dev)
+	if err != nil {
+		return 0, fmt.Errorf("CUDA device %d's context flags: %w", ordinal, err)
+	}
+	return Schedule(flags & scheduleMask), nil
 }

@@ -96,6 +96,7 @@ static long rg_layout(int what) {
 	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") \
 	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
 	X(cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2") \
+	X(cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState") \
 	X(cuCtxGetCurrent, "cuCtxGetCurrent") \
 	X(cuCtxSetCurrent, "cuCtxSetCurrent") \
 	X(cuCtxSynchronize, "cuCtxSynchronize") \
@@ -232,6 +233,7 @@ static CUresult rg_cuDevicePrimaryCtxRetain(uintptr_t *ctx, CUdevice d) {
 
 static CUresult rg_cuDevicePrimaryCtxRelease(CUdevice d) { return FN(cuDevicePrimaryCtxRelease, (CUdevice))(d); }
 static CUresult rg_cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned int f) { return FN(cuDevicePrimaryCtxSetFlags, (CUdevice, unsigned int))(d, f); }
+static CUresult rg_cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *f, int *active) { return FN(cuDevicePrimaryCtxGetState, (CUdevice, unsigned int *, int *))(d, f, active); }
 
 // Calls that run in a context.
 
@@ -655,6 +657,13 @@ func cuDevicePrimaryCtxRetain(dev int32) (uintptr, error) {
 	var ctx C.uintptr_t
 	err := check(C.RG_cuDevicePrimaryCtxRetain, C.rg_cuDevicePrimaryCtxRetain(&ctx, C.CUdevice(dev)))
 	return uintptr(ctx), err
+}
+
+func cuDevicePrimaryCtxGetState(dev int32) (flags uint32, active bool, err error) {
+	var f C.uint
+	var a C.int
+	err = check(C.RG_cuDevicePrimaryCtxGetState, C.rg_cuDevicePrimaryCtxGetState(C.CUdevice(dev), &f, &a))
+	return uint32(f), a != 0, err
 }
 
 func cuDevicePrimaryCtxSetFlags(dev int32, flags uint32) error {
