@@ -350,49 +350,6 @@ func (h *harness) size(size int) (err error) {
 	return nil
 }
 
-// floorCell wakes n subscribers sleeping on the floor word, once all sleep
-// and pause has passed since their acknowledgements (a spin: the waker's
-// own sleep would add its wake-up), count times (FloorCell).
-func (h *harness) floorCell(size, n, iters, warmup int, pause time.Duration) (c FloorCell, err error) {
-	c = FloorCell{Size: size, Subs: n, Iters: iters, Warmup: warmup, Pause: int64(pause)}
-	kids := h.procs.Kids()[:n]
-	count := iters + warmup
-	if err := h.startCell(kids, request{Op: "floor", Count: count, FloorBase: h.floor.Base()}); err != nil {
-		return c, err
-	}
-	c.Lat = make([][]int64, n)
-	for s := range c.Lat {
-		c.Lat[s] = make([]int64, iters)
-	}
-	acked := time.Now()
-	for i := range count {
-		if err := h.ctx.Err(); err != nil {
-			return c, err
-		}
-		if !settle(h.ctx, n, h.floor.Sleepers) {
-			c.Unsettled++
-		}
-		for time.Since(acked) < pause {
-		}
-		h.floor.Wake()
-		for s, k := range kids {
-			a, err := h.readAck(k, i)
-			if err != nil {
-				return c, err
-			}
-			if j := i - warmup; j >= 0 {
-				c.Lat[s][j] = a.Wake
-			}
-		}
-		acked = time.Now()
-	}
-	if err := h.replies(kids); err != nil {
-		return c, err
-	}
-	c.First, c.Last = summarize(minOver(c.Lat)), summarize(maxOver(c.Lat))
-	return c, nil
-}
-
 // dp1 measures data path 1 for one size: per message, the bare pinned copy
 // and Pinned-SHM (alternating which goes first), then Pageable-UDS.
 func (h *harness) dp1(size int, src cuda.DevicePtr, iters, warmup int) (row DP1Row, err error) {

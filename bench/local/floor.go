@@ -48,9 +48,7 @@ func (h *harness) runFloor(kids []*benchutil.Kid, send []int64, pause time.Durat
 		if !h.settle(len(kids), f.Sleepers) {
 			unsettled++
 		}
-		for time.Since(acked) < pause {
-		}
-		t0 := f.Wake()
+		t0 := f.Wake(acked, pause)
 		send[i] = int64(time.Since(t0))
 		if err := h.acks(kids); err != nil {
 			return unsettled, err

@@ -93,8 +93,12 @@ func (f *Floor) Base() uint32 { return f.seq.Load() }
 // Sleepers is how many children are about to sleep or sleep on the word.
 func (f *Floor) Sleepers() int { return int(f.waiters.Load()) }
 
-// Wake stamps t0, bumps the word and wakes every sleeper; it returns t0.
-func (f *Floor) Wake() time.Time {
+// Wake waits until pause has passed since since (a spin: the waker's own
+// sleep would add its wake-up), then stamps t0, bumps the word and wakes
+// every sleeper; it returns t0.
+func (f *Floor) Wake(since time.Time, pause time.Duration) time.Time {
+	for time.Since(since) < pause {
+	}
 	t0 := time.Now()
 	f.seg.Uint64(floorStamp).Store(uint64(t0.UnixNano()))
 	f.seq.Add(1)
