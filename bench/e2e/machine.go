@@ -12,6 +12,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bench/iceoryx"
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/gpuinfo"
 )
 
 // Machine describes where a run happened.
@@ -20,6 +21,7 @@ type Machine struct {
 	GPUB         string `json:"gpu_b"`
 	NvidiaDriver string `json:"nvidia_driver"`
 	CUDADriver   string `json:"cuda_driver_api"`
+	MPS          string `json:"mps"` // gpuinfo.MPS: "off" or "on (control daemon in DIR)"
 	CPU          string `json:"cpu"`
 	Cores        int    `json:"cores"`
 	Kernel       string `json:"kernel"`
@@ -33,7 +35,7 @@ type Machine struct {
 func describe(env *Env) Machine {
 	m := Machine{
 		GPUA: "none: host-memory fallback (copies are memcpy)", GPUB: "none: host-memory fallback",
-		NvidiaDriver: "none", CUDADriver: "none",
+		NvidiaDriver: "none", CUDADriver: "none", MPS: "no GPU",
 		CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: "unknown",
 		Go: benchutil.GoVersion(), Date: time.Now().UTC().Format(time.RFC3339),
 	}
@@ -43,6 +45,7 @@ func describe(env *Env) Machine {
 			m.CUDADriver = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
 		}
 		m.NvidiaDriver = benchutil.NvidiaDriver()
+		m.MPS = gpuinfo.ReadMPS().String()
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

@@ -51,6 +51,7 @@ func (r *Result) WriteMarkdown(w io.Writer, plots map[int64][]string) {
 	for _, kv := range [][2]string{
 		{"GPU of host A", m.GPUA}, {"GPU of host B", m.GPUB},
 		{"NVIDIA driver / CUDA driver API", m.NvidiaDriver + " / " + m.CUDADriver},
+		{"CUDA MPS (the GPU's processes in one context)", m.MPS},
 		{"CPU", fmt.Sprintf("%s (%d logical CPUs)", m.CPU, m.Cores)},
 		{"OS / kernel", m.OS + " / " + m.Kernel},
 		{"/dev/shm", fmt.Sprintf("%.1f GiB", float64(m.ShmSize)/(1<<30))},

@@ -11,6 +11,7 @@ import (
 
 	benchutil "github.com/rmw-rgaps/rmw_rgaps/bench/util"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/gpuinfo"
 )
 
 // Machine describes where a run happened.
@@ -24,6 +25,7 @@ type Machine struct {
 	VMM          bool   `json:"vmm"`
 	NvidiaDriver string `json:"nvidia_driver"` // kernel module version, "580.159.04"
 	CUDADriver   string `json:"cuda_driver_api"`
+	MPS          string `json:"mps"` // gpuinfo.MPS: "off" or "on (control daemon in DIR)"
 
 	CPU     string `json:"cpu"`
 	Cores   int    `json:"cores"` // logical CPUs online
@@ -37,7 +39,7 @@ type Machine struct {
 // machineInfo describes this host and dev (nil: the tests' fake device).
 func machineInfo(dev *cuda.Device) Machine {
 	m := Machine{
-		GPU: "fake device (tests)", NvidiaDriver: "unknown", CUDADriver: "unknown",
+		GPU: "fake device (tests)", NvidiaDriver: "unknown", CUDADriver: "unknown", MPS: "unknown",
 		CPU: benchutil.CPUModel(), Cores: runtime.NumCPU(), Kernel: benchutil.KernelRelease(), OS: "unknown",
 		Go: benchutil.GoVersion(), Date: time.Now().Format(time.RFC3339),
 	}
@@ -52,6 +54,7 @@ func machineInfo(dev *cuda.Device) Machine {
 			m.GPU = "unknown (" + err.Error() + ")"
 		}
 		m.NvidiaDriver = benchutil.NvidiaDriver()
+		m.MPS = gpuinfo.ReadMPS().String()
 	}
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

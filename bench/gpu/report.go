@@ -128,7 +128,7 @@ func (r *Result) writeHeader(w io.Writer) {
 	if m.PCIBusID != "" {
 		gpu += fmt.Sprintf(" (device %d, PCI %s, %s, compute %s, %d SMs, VMM %v)", m.GPUOrdinal, m.PCIBusID, gib(m.GPUMemory), m.Compute, m.SMs, m.VMM)
 	}
-	fmt.Fprintf(w, "- GPU: %s; NVIDIA driver %s, CUDA driver API %s\n", gpu, m.NvidiaDriver, m.CUDADriver)
+	fmt.Fprintf(w, "- GPU: %s; NVIDIA driver %s, CUDA driver API %s; MPS %s\n", gpu, m.NvidiaDriver, m.CUDADriver, m.MPS)
 	fmt.Fprintf(w, "- Host: %s, %d cores; Linux %s; %s; /dev/shm %s; %s\n", m.CPU, m.Cores, m.Kernel, m.OS, gib(m.ShmSize), m.Go)
 	s := r.Settings
 	var per []string

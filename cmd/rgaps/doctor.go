@@ -99,6 +99,12 @@ func doctor(w io.Writer) {
 			fmt.Fprintln(w, "  pool sharing     legacy CUDA IPC handles (no VMM file descriptors on this device)")
 		}
 		dev.Close()
+		if m := gpuinfo.ReadMPS(); m.On {
+			fmt.Fprintf(w, "  MPS              %s: the CUDA work of all processes on a GPU shares one context\n", m)
+		} else {
+			fmt.Fprintln(w, "  MPS              off: each process's kernels get the GPU in time slices")
+			fmt.Fprintln(w, "  → several GPU subscriber processes on one GPU are delivered faster under MPS: nvidia-cuda-mps-control -d (README, GPU subscribers in several processes)")
+		}
 	}
 
 	fmt.Fprintln(w, "daemon (rgapsd)")
