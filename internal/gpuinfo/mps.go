@@ -16,9 +16,9 @@ const DefaultMPSPipeDir = "/tmp/nvidia-mps"
 // processes that each run kernels on the same GPU (docs/BENCHMARKS.md).
 type MPS struct {
 	PipeDir string // $CUDA_MPS_PIPE_DIRECTORY, else DefaultMPSPipeDir
-	// On: the control daemon's socket ("control") is in PipeDir, so the
-	// driver hands new contexts to MPS. A daemon that died without removing
-	// it reads as on; CUDA then fails to create contexts and says so.
+	// On: the control daemon's socket ("control") is in PipeDir, where
+	// the driver looks for it when it creates a context. A socket left
+	// behind by a daemon that was killed reads as on too.
 	On bool
 }
 
