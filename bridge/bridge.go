@@ -176,11 +176,25 @@ type peer struct {
 	upSince   time.Time
 	downSince time.Time // zero while connected
 	refused   uint64    // control messages refused
+	// superseded are earlier instances of the peer's daemon that a newer
+	// one displaced while their connections were up (the newest last, at
+	// most maxSuperseded): one that connects again is a second live daemon
+	// with the peer's host id, and is refused (admitPeer).
+	superseded []uint64
+	duplicates uint64 // connections refused as a superseded instance's
+	dupLogged  uint64 // the superseded instance whose refusal was logged last
 }
+
+// maxSuperseded bounds peer.superseded.
+const maxSuperseded = 8
 
 // setLive publishes one of the peer's connections to its links. Must
 // hold b.mu.
 func (p *peer) setLive() { p.live.Store(p.conn()) }
+
+// newInstance makes a daemon's instance (Hello.Instance); tests make
+// daemons that announce none, as daemons before 2026-11-28.
+var newInstance = randomEpoch
 
 func randomEpoch() uint64 {
 	var b [8]byte
@@ -265,7 +279,7 @@ func New(opts Options) (*Bridge, error) {
 		dom.Close()
 		return nil, fmt.Errorf("%w: write-twice needs a provider that orders RMA writes (tcp); shm does not", ErrConfig)
 	}
-	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret, instance: randomEpoch(),
+	b := &Bridge{opts: opts, log: log, dom: dom, prov: prov, hostID: hostID, secret: secret, instance: newInstance(),
 		quit: make(chan struct{}), burst: make(chan struct{}, 1), peers: map[string]*peer{},
 		refusals: control.NewLogLimiter(log, 32, 200*time.Millisecond)}
 	b.local = localState{interest: map[string]topicInterest{}, pubs: map[string]pubSummary{}}

@@ -39,7 +39,7 @@ func (b *Bridge) Status() Status {
 	defer b.mu.Unlock()
 	st := Status{Version: status.Version, Host: b.hostID, Provider: PathName(b.prov.Name()), Listen: b.ControlAddr()}
 	for _, p := range b.peers {
-		ps := PeerStatus{Host: p.host, Up: len(p.conns) > 0, Since: p.upSince, Refused: p.refused}
+		ps := PeerStatus{Host: p.host, Up: len(p.conns) > 0, Since: p.upSince, Refused: p.refused, Duplicates: p.duplicates}
 		for _, n := range p.graph.Nodes {
 			ps.Nodes = append(ps.Nodes, RemoteNode{Host: p.host, Name: n.Name, Namespace: n.Namespace, Enclave: n.Enclave})
 		}

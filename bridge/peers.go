@@ -15,7 +15,7 @@ import (
 // startControl listens for peers and dials the configured ones.
 func (b *Bridge) startControl() error {
 	hs := control.HandshakeConfig{Secret: b.secret, HostID: b.hostID, Name: "rgapsd", Domain: int(b.opts.Engine.Domain),
-		Features: []string{featureDoorbell}, Instance: b.instance}
+		Features: []string{featureDoorbell}, Instance: b.instance, Admit: b.admitPeer}
 	if b.opts.Control.Listen != "" {
 		ln, err := control.Listen(b.opts.Control.Listen, hs, b.log)
 		if err != nil {
@@ -159,16 +159,36 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 		return false
 	}
 	p := b.peers[host]
+	if p.supersededLocked(h.Instance) {
+		// Admitted before a newer instance displaced it (admitPeer).
+		p.duplicates++
+		b.mu.Unlock()
+		b.refusals.Log(slog.LevelError, "peer refused: another live daemon holds its host id", "peer", host,
+			"instance", fmt.Sprintf("%016x", h.Instance), "addr", c.RemoteAddr().String())
+		return false
+	}
 	var stale []*control.Conn
 	var restarted []interface{ linkDown(string, uint64) }
-	if p != nil && h.Instance != 0 && p.instance != 0 && h.Instance != p.instance && len(p.conns) > 0 {
+	// Another instance of the peer's daemon while connections of the one
+	// known are up: it restarted (and came back before they were found
+	// dead). A daemon that announces no instance (older than 2026-11-28)
+	// after one that did, or the other way round, is another process too;
+	// between two that announce none nothing can be told.
+	if p != nil && len(p.conns) > 0 && h.Instance != p.instance && (h.Instance != 0 || p.instance != 0) {
 		for old := range p.conns {
 			stale = append(stale, old)
 		}
 		clear(p.conns)
 		p.live.Store(nil)
 		restarted = p.linksLocked()
-		b.log.Warn("peer restarted: its older control connections are closed", "peer", host, "closed", len(stale))
+		if p.instance != 0 {
+			p.superseded = append(p.superseded, p.instance)
+			if len(p.superseded) > maxSuperseded {
+				p.superseded = slices.Delete(p.superseded, 0, len(p.superseded)-maxSuperseded)
+			}
+		}
+		b.log.Warn("peer restarted: its older control connections are closed", "peer", host, "closed", len(stale),
+			"old_instance", fmt.Sprintf("%016x", p.instance), "instance", fmt.Sprintf("%016x", h.Instance))
 	}
 	if p == nil && len(b.peers) >= b.opts.MaxPeers {
 		b.mu.Unlock()
@@ -188,9 +208,7 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	first := len(p.conns) == 0
 	p.connSeq++
 	p.conns[c] = p.connSeq
-	if h.Instance != 0 {
-		p.instance = h.Instance
-	}
+	p.instance = h.Instance
 	// The newest connection's daemon speaks for the peer.
 	p.doorbell.Store(slices.Contains(h.Features, featureDoorbell))
 	p.setLive()
@@ -213,6 +231,43 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 		f()
 	}
 	return true
+}
+
+// admitPeer is the handshake's Admit: it refuses a daemon whose instance
+// a newer one with the same host id displaced (peerUp), so that two live
+// daemons given one host id do not displace each other on every
+// reconnect: the newer keeps the id, the older is told why at each
+// redial, and both log it at Error.
+func (b *Bridge) admitPeer(h control.Hello, remote string) *control.Reject {
+	b.mu.Lock()
+	p := b.peers[h.HostID]
+	if !p.supersededLocked(h.Instance) {
+		b.mu.Unlock()
+		return nil
+	}
+	p.duplicates++
+	holder, holderAddr := p.instance, ""
+	if c := p.live.Load(); c != nil {
+		holderAddr = c.RemoteAddr().String()
+	}
+	// Said at Error once per refused instance, not at each of its redials.
+	lvl := slog.LevelDebug
+	if p.dupLogged != h.Instance {
+		p.dupLogged, lvl = h.Instance, slog.LevelError
+	}
+	b.mu.Unlock()
+	b.refusals.Log(lvl, "peer refused: another live daemon holds its host id", "peer", h.HostID,
+		"instance", fmt.Sprintf("%016x", h.Instance), "addr", remote,
+		"holder_instance", fmt.Sprintf("%016x", holder), "holder_addr", holderAddr)
+	return &control.Reject{Code: control.RejectDuplicate, Reason: fmt.Sprintf(
+		"host id %q is held by another live daemon (instance %016x, at %s) that connected after this one (instance %016x): give each daemon a host id of its own",
+		h.HostID, holder, holderAddr, h.Instance)}
+}
+
+// supersededLocked reports whether instance is one a newer instance of
+// the peer's daemon displaced (p may be nil; 0 is never). Must hold b.mu.
+func (p *peer) supersededLocked(instance uint64) bool {
+	return p != nil && instance != 0 && slices.Contains(p.superseded, instance)
 }
 
 // peerDown forgets a control connection. When the last one goes, the

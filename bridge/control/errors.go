@@ -37,6 +37,10 @@ var ErrDomain = errors.New("peer is in another ROS domain")
 // itself (its own address is in its peer list) or two hosts share an id.
 var ErrSelf = errors.New("connected to self (peer has our host id)")
 
+// ErrDuplicate reports a peer refused because another live daemon holds
+// its host id (HandshakeConfig.Admit): two daemons were given one id.
+var ErrDuplicate = errors.New("another live daemon holds this host id")
+
 // ErrConfig reports an unusable configuration: a secret shorter than
 // MinSecret, a missing host id, an unknown key or a bad value in a config
 // file (the message names file:line), a bad peer entry, a secret file

@@ -80,6 +80,10 @@ const (
 	RejectVersion  = "version"
 	RejectSelf     = "self"
 	RejectProtocol = "protocol"
+	// RejectDuplicate: the peer's host id belongs to another live daemon
+	// (HandshakeConfig.Admit said so). Older daemons log the code as an
+	// unknown rejection.
+	RejectDuplicate = "duplicate"
 )
 
 // Heartbeat is the payload of TypeHeartbeat; Session sends and consumes it.
@@ -109,6 +113,12 @@ type HandshakeConfig struct {
 	// Instance is announced to the peer (Hello.Instance), uninterpreted
 	// here.
 	Instance uint64
+	// Admit, when set, judges a peer whose MAC verified, before this side
+	// sends its Welcome (dialer) or its Auth (acceptor): a non-nil Reject
+	// is sent to the peer, and the handshake fails with the error its code
+	// stands for (ErrDuplicate for RejectDuplicate). remote is the peer's
+	// address. It may be called from several handshakes at once.
+	Admit func(peer Hello, remote string) *Reject
 }
 
 func (cfg *HandshakeConfig) check() error {
@@ -236,6 +246,9 @@ func (h *handshake) run() (Hello, error) {
 		if err := h.verify(wantMAC, &peer); err != nil {
 			return Hello{}, err
 		}
+		if err := h.admit(&peer); err != nil {
+			return Hello{}, err
+		}
 		if err := h.c.send(TypeWelcome, Welcome{}, h.deadline); err != nil {
 			return Hello{}, err
 		}
@@ -245,6 +258,9 @@ func (h *handshake) run() (Hello, error) {
 		return peer, h.c.startSealing(sendKey, recvKey)
 	}
 	if err := h.verify(wantMAC, &peer); err != nil {
+		return Hello{}, err
+	}
+	if err := h.admit(&peer); err != nil {
 		return Hello{}, err
 	}
 	if err := h.c.send(TypeAuth, Auth{MAC: ownMAC}, h.deadline); err != nil {
@@ -270,6 +286,23 @@ func (h *handshake) verify(want []byte, peer *Hello) error {
 		return fmt.Errorf("%w: MAC of %q does not verify (different cluster secret?)", ErrAuth, peer.HostID)
 	}
 	return nil
+}
+
+// admit asks HandshakeConfig.Admit about the authenticated peer and
+// rejects it when told to.
+func (h *handshake) admit(peer *Hello) error {
+	if h.cfg.Admit == nil {
+		return nil
+	}
+	r := h.cfg.Admit(*peer, h.c.RemoteAddr().String())
+	if r == nil {
+		return nil
+	}
+	h.reject(r.Code, r.Reason)
+	if s := rejectSentinel(r.Code); s != nil {
+		return fmt.Errorf("%w: refused %q: %s", s, peer.HostID, r.Reason)
+	}
+	return fmt.Errorf("refused %q (%s): %s", peer.HostID, r.Code, r.Reason)
 }
 
 func (h *handshake) checkHello(p *Hello) error {
@@ -344,6 +377,8 @@ func rejectSentinel(code string) error {
 		return ErrSelf
 	case RejectProtocol:
 		return ErrProtocol
+	case RejectDuplicate:
+		return ErrDuplicate
 	}
 	return nil
 }

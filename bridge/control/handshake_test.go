@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -408,4 +409,67 @@ func TestListenConfigChecked(t *testing.T) {
 	if _, err := Listen("127.0.0.1:0", HandshakeConfig{HostID: "h", Secret: []byte("x")}, nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("got %v, want ErrConfig", err)
 	}
+}
+
+// TestHandshakeAdmit: Admit judges only an authenticated peer; its Reject
+// reaches the peer (ErrRejected and the code's sentinel, the reason
+// included) and fails this side's handshake with the sentinel alone.
+func TestHandshakeAdmit(t *testing.T) {
+	refuse := func(calls *atomic.Int32, seen *Hello) func(Hello, string) *Reject {
+		return func(p Hello, remote string) *Reject {
+			calls.Add(1)
+			*seen = p
+			if remote == "" {
+				t.Error("Admit got no remote address")
+			}
+			return &Reject{Code: RejectDuplicate, Reason: "held by instance 00000000000000aa"}
+		}
+	}
+	for _, side := range []string{"acceptor", "dialer"} {
+		t.Run(side+" refuses", func(t *testing.T) {
+			dcfg, acfg := hsConfig("host-d", true), hsConfig("host-a", false)
+			var calls atomic.Int32
+			var seen Hello
+			refuser, refused := &acfg, "host-d"
+			if side == "dialer" {
+				refuser, refused = &dcfg, "host-a"
+			}
+			refuser.Admit = refuse(&calls, &seen)
+			d, a, _, _ := handshakePair(t, dcfg, acfg)
+			own, peer := a.err, d.err
+			if side == "dialer" {
+				own, peer = d.err, a.err
+			}
+			if !errors.Is(own, ErrDuplicate) || errors.Is(own, ErrRejected) {
+				t.Errorf("refusing side: %v, want ErrDuplicate only", own)
+			}
+			if !errors.Is(peer, ErrRejected) || !errors.Is(peer, ErrDuplicate) || !strings.Contains(fmt.Sprint(peer), "held by instance 00000000000000aa") {
+				t.Errorf("refused side: %v, want ErrRejected and ErrDuplicate with the reason", peer)
+			}
+			if calls.Load() != 1 || seen.HostID != refused {
+				t.Errorf("Admit called %d times with %q, want once with %q", calls.Load(), seen.HostID, refused)
+			}
+		})
+	}
+	t.Run("admitted", func(t *testing.T) {
+		dcfg, acfg := hsConfig("host-d", true), hsConfig("host-a", false)
+		var calls atomic.Int32
+		admit := func(Hello, string) *Reject { calls.Add(1); return nil }
+		dcfg.Admit, acfg.Admit = admit, admit
+		d, a, _, _ := handshakePair(t, dcfg, acfg)
+		if d.err != nil || a.err != nil || calls.Load() != 2 {
+			t.Errorf("dialer %v, acceptor %v, Admit called %d times; want both up, 2 calls", d.err, a.err, calls.Load())
+		}
+	})
+	t.Run("unauthenticated peer is not judged", func(t *testing.T) {
+		dcfg, acfg := hsConfig("host-d", true), hsConfig("host-a", false)
+		dcfg.Secret = []byte("another-secret-of-enough-length")
+		var calls atomic.Int32
+		var seen Hello
+		dcfg.Admit, acfg.Admit = refuse(&calls, &seen), refuse(&calls, &seen)
+		d, a, _, _ := handshakePair(t, dcfg, acfg)
+		if !errors.Is(a.err, ErrAuth) || !errors.Is(d.err, ErrAuth) || calls.Load() != 0 {
+			t.Errorf("dialer %v, acceptor %v, Admit called %d times; want ErrAuth on both, no call", d.err, a.err, calls.Load())
+		}
+	})
 }

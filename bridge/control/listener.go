@@ -252,7 +252,14 @@ func (l *Listener) handshake(p *pendingConn) {
 	if !stop() || err != nil || dropped {
 		c.Close()
 		if l.ctx.Err() == nil && !dropped {
-			l.lim.Log(slog.LevelWarn, "control handshake failed", "remote", p.nc.RemoteAddr().String(), "err", err)
+			lvl := slog.LevelWarn
+			switch {
+			case errors.Is(err, ErrDuplicate) && errors.Is(err, ErrRejected):
+				lvl = slog.LevelError // the peer knows another live daemon by our host id
+			case errors.Is(err, ErrDuplicate):
+				lvl = slog.LevelDebug // our Admit refused it, and said so
+			}
+			l.lim.Log(lvl, "control handshake failed", "remote", p.nc.RemoteAddr().String(), "err", err)
 		}
 		return
 	}

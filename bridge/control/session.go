@@ -202,11 +202,21 @@ func (s *Session) runDialer() {
 			if failures == 0 || !isDialError(err) {
 				lvl = slog.LevelWarn
 			}
+			if errors.Is(err, ErrSelf) || errors.Is(err, ErrDuplicate) {
+				// Dialing ourselves, or a peer that knows another live
+				// daemon by our host id, will not get better by itself.
+				backoff = s.cfg.BackoffMax
+			}
+			if errors.Is(err, ErrDuplicate) {
+				// A configuration error to fix: said once per run of
+				// refusals, not at every redial.
+				lvl = slog.LevelDebug
+				if failures == 0 {
+					lvl = slog.LevelError
+				}
+			}
 			failures++
 			s.log.Log(s.ctx, lvl, "control connection failed", "err", err, "attempt", failures, "retry_in", backoff)
-			if errors.Is(err, ErrSelf) {
-				backoff = s.cfg.BackoffMax // dialing ourselves will not get better
-			}
 			if !s.wait(backoff) {
 				return
 			}

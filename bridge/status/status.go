@@ -52,6 +52,10 @@ type PeerStatus struct {
 	// Refused counts the peer's control messages refused as malformed or
 	// over a limit (they are logged at a bounded rate).
 	Refused uint64 `json:"refused"`
+	// Duplicates counts connections refused because they came from a
+	// daemon that a newer one with the same host id displaced: two live
+	// daemons were given one id (both log it at Error).
+	Duplicates uint64 `json:"duplicates,omitempty"`
 }
 
 // RemoteNode is a node on another host.

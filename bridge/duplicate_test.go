@@ -1,0 +1,97 @@
+package bridge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/testutil"
+	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
+)
+
+// peerState is what br knows of host's daemon: its instance, the
+// connection its links use, and the connections refused as a displaced
+// instance's.
+func peerState(br *Bridge, host string) (instance uint64, live *control.Conn, duplicates uint64) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if p := br.peers[host]; p != nil {
+		return p.instance, p.live.Load(), p.duplicates
+	}
+	return 0, nil, 0
+}
+
+// Two live daemons given one host id (a configuration error) both dial a
+// third. The newer displaces the older, as a restart would; the older's
+// redials are then refused in the handshake, with the reason, so the
+// newer's connection and links stay up and the two do not displace each
+// other at every reconnect.
+func TestTwoLiveDaemonsOneHostID(t *testing.T) {
+	mk := restartable(t, time.Minute)
+	twin := restartable(t, time.Minute, func(o *Options) { o.Control.HostID = "host-twin" })
+	c := mk("c", "127.0.0.1:0", nil)
+	toC := []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, c.ControlAddr())}}
+	sub, err := c.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/twin", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	older := twin("twin1", "", toC)
+	sendFrom(t, older, sub, 1, 1000)
+	newer := twin("twin2", "", toC)
+	testutil.Eventually(t, 20*time.Second, "c refuses the older twin's redials", func() bool {
+		_, _, d := peerState(c, "host-twin")
+		return d >= 2
+	})
+	inst, live, dups := peerState(c, "host-twin")
+	if inst != newer.instance || live == nil {
+		t.Fatalf("c knows host-twin as instance %016x (live %v), want the newer %016x", inst, live != nil, newer.instance)
+	}
+	sendFrom(t, newer, sub, 10, 1000, 100000)
+	// Two more refusals later the newer still holds the id on the same
+	// connection: nothing displaced it again.
+	testutil.Eventually(t, 20*time.Second, "two more refusals", func() bool {
+		_, _, d := peerState(c, "host-twin")
+		return d >= dups+2
+	})
+	if inst2, live2, _ := peerState(c, "host-twin"); inst2 != newer.instance || live2 != live {
+		t.Fatalf("after more refusals c knows instance %016x on another connection (%v), want %016x on the same", inst2, live2 != live, newer.instance)
+	}
+	if n := connsTo(older, "host-c"); n != 0 {
+		t.Errorf("the older twin has %d control connections to c, want none", n)
+	}
+	if st := c.Status(); len(st.Peers) != 1 || st.Peers[0].Duplicates < dups+2 {
+		t.Errorf("status peers %+v, want host-twin with at least %d duplicates", st.Peers, dups+2)
+	}
+	sendFrom(t, newer, sub, 20, 1000)
+}
+
+// A daemon that announces no instance (older than 2026-11-28) coming back
+// while the connection of one that did is still taken for alive is
+// another process: the old connection is closed and the links are brought
+// up anew, as for a restart, and messages flow again.
+func TestDowngradeToDaemonWithoutInstance(t *testing.T) {
+	mk := restartable(t, time.Minute) // a dead connection is found out only after a minute
+	b := mk("b", "127.0.0.1:0", nil)
+	fz := newFreezer(t, b.ControlAddr())
+	a := mk("a", "", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, fz.ln.Addr().String())}})
+	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/downgrade", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sendFrom(t, a, sub, 1, 100000)
+	fz.frozen.Store(true)
+	a.Close()
+	newInstance = func() uint64 { return 0 }
+	defer func() { newInstance = randomEpoch }()
+	a = mk("a", "", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, b.ControlAddr())}})
+	if a.instance != 0 {
+		t.Fatalf("the downgraded daemon announces instance %016x, want none", a.instance)
+	}
+	sendFrom(t, a, sub, 2, 100000)
+	testutil.Eventually(t, 20*time.Second, "b closes the old instance's connection", fz.srvClosed.Load)
+	if inst, _, _ := peerState(b, "host-a"); inst != 0 {
+		t.Errorf("b knows host-a as instance %016x, want none", inst)
+	}
+}
