@@ -178,8 +178,9 @@ type peer struct {
 	refused   uint64    // control messages refused
 	// superseded are earlier instances of the peer's daemon that a newer
 	// one displaced while their connections were up (the newest last, at
-	// most maxSuperseded): one that connects again is a second live daemon
-	// with the peer's host id, and is refused (admitPeer).
+	// most maxSuperseded): one that connects again while the peer is
+	// connected is a second live daemon with the peer's host id, and is
+	// refused (admitPeer).
 	superseded []uint64
 	duplicates uint64 // connections refused as a superseded instance's
 	dupLogged  uint64 // the superseded instance whose refusal was logged last

@@ -25,7 +25,7 @@ func peerState(br *Bridge, host string) (instance uint64, live *control.Conn, du
 // third. The newer displaces the older, as a restart would; the older's
 // redials are then refused in the handshake, with the reason, so the
 // newer's connection and links stay up and the two do not displace each
-// other at every reconnect.
+// other at every reconnect. When the newer goes, the older gets in.
 func TestTwoLiveDaemonsOneHostID(t *testing.T) {
 	mk := restartable(t, time.Minute)
 	twin := restartable(t, time.Minute, func(o *Options) { o.Control.HostID = "host-twin" })
@@ -64,6 +64,13 @@ func TestTwoLiveDaemonsOneHostID(t *testing.T) {
 		t.Errorf("status peers %+v, want host-twin with at least %d duplicates", st.Peers, dups+2)
 	}
 	sendFrom(t, newer, sub, 20, 1000)
+	// Once the newer is gone, the older, alive after all, is let in.
+	newer.Close()
+	testutil.Eventually(t, 20*time.Second, "the older twin is let in", func() bool {
+		inst, live, _ := peerState(c, "host-twin")
+		return inst == older.instance && live != nil
+	})
+	sendFrom(t, older, sub, 30, 1000)
 }
 
 // A daemon that announces no instance (older than 2026-11-28) coming back

@@ -209,6 +209,7 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	p.connSeq++
 	p.conns[c] = p.connSeq
 	p.instance = h.Instance
+	p.superseded = slices.DeleteFunc(p.superseded, func(i uint64) bool { return i == h.Instance })
 	// The newest connection's daemon speaks for the peer.
 	p.doorbell.Store(slices.Contains(h.Features, featureDoorbell))
 	p.setLive()
@@ -265,9 +266,11 @@ func (b *Bridge) admitPeer(h control.Hello, remote string) *control.Reject {
 }
 
 // supersededLocked reports whether instance is one a newer instance of
-// the peer's daemon displaced (p may be nil; 0 is never). Must hold b.mu.
+// the peer's daemon displaced while that newer one is connected (p may be
+// nil; 0 is never). Once the holder is gone, a displaced daemon that is
+// alive after all is let in: it becomes the peer again. Must hold b.mu.
 func (p *peer) supersededLocked(instance uint64) bool {
-	return p != nil && instance != 0 && slices.Contains(p.superseded, instance)
+	return p != nil && instance != 0 && len(p.conns) > 0 && slices.Contains(p.superseded, instance)
 }
 
 // peerDown forgets a control connection. When the last one goes, the
