@@ -203,17 +203,22 @@ func (s *Session) runDialer() {
 				lvl = slog.LevelWarn
 			}
 			if errors.Is(err, ErrSelf) || errors.Is(err, ErrDuplicate) {
-				// Dialing ourselves, or a peer that knows another live
-				// daemon by our host id, will not get better by itself.
+				// Dialing ourselves, or one host id claimed by two live
+				// daemons (either side refusing), will not get better by
+				// itself.
 				backoff = s.cfg.BackoffMax
 			}
-			if errors.Is(err, ErrDuplicate) {
-				// A configuration error to fix: said once per run of
+			switch {
+			case errors.Is(err, ErrDuplicate) && errors.Is(err, ErrRejected):
+				// The peer knows another live daemon by our host id: a
+				// configuration error to fix, said once per run of
 				// refusals, not at every redial.
 				lvl = slog.LevelDebug
 				if failures == 0 {
 					lvl = slog.LevelError
 				}
+			case errors.Is(err, ErrDuplicate):
+				lvl = slog.LevelDebug // our Admit refused the peer, and said so
 			}
 			failures++
 			s.log.Log(s.ctx, lvl, "control connection failed", "err", err, "attempt", failures, "retry_in", backoff)
