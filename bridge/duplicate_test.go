@@ -78,26 +78,10 @@ func TestTwoLiveDaemonsOneHostID(t *testing.T) {
 // another process: the old connection is closed and the links are brought
 // up anew, as for a restart, and messages flow again.
 func TestDowngradeToDaemonWithoutInstance(t *testing.T) {
-	mk := restartable(t, time.Minute) // a dead connection is found out only after a minute
-	b := mk("b", "127.0.0.1:0", nil)
-	fz := newFreezer(t, b.ControlAddr())
-	a := mk("a", "", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, fz.ln.Addr().String())}})
-	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/downgrade", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	sendFrom(t, a, sub, 1, 100000)
-	fz.frozen.Store(true)
-	a.Close()
-	newInstance = func() uint64 { return 0 }
-	defer func() { newInstance = randomEpoch }()
-	a = mk("a", "", []control.Peer{{Host: "127.0.0.1", Port: addr2port(t, b.ControlAddr())}})
+	b, a := restartBeforeFoundDead(t, func() uint64 { return 0 })
 	if a.instance != 0 {
 		t.Fatalf("the downgraded daemon announces instance %016x, want none", a.instance)
 	}
-	sendFrom(t, a, sub, 2, 100000)
-	testutil.Eventually(t, 20*time.Second, "b closes the old instance's connection", fz.srvClosed.Load)
 	if inst, _, _ := peerState(b, "host-a"); inst != 0 {
 		t.Errorf("b knows host-a as instance %016x, want none", inst)
 	}

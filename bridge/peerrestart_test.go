@@ -112,13 +112,21 @@ func (f *freezer) close() {
 // offered its ring on it: the restarted peer never got the offer
 // (TestSlowlorisDuringPeerRestart failed so, once in about 100 runs).
 func TestPeerRestartBeforeOldConnectionFoundDead(t *testing.T) {
+	restartBeforeFoundDead(t, randomEpoch)
+}
+
+// restartBeforeFoundDead restarts a publishing daemon a, whose new
+// instance is made by instance, while b still takes its old connection for
+// alive; it checks that the new a's messages cross and that b closes the
+// old connection, and returns b and the new a.
+func restartBeforeFoundDead(t *testing.T, instance func() uint64) (b, a *Bridge) {
 	mk := restartable(t, time.Minute) // a dead connection is found out only after a minute
-	b := mk("b", "127.0.0.1:0", nil)
+	b = mk("b", "127.0.0.1:0", nil)
 	fz := newFreezer(t, b.ControlAddr())
 	port := func(addr string) control.Peer {
 		return control.Peer{Host: "127.0.0.1", Port: addr2port(t, addr)}
 	}
-	a := mk("a", "", []control.Peer{port(fz.ln.Addr().String())})
+	a = mk("a", "", []control.Peer{port(fz.ln.Addr().String())})
 	sub, err := b.Domain().NewSubscription(zerocopy.EndpointSpec{Topic: "/silent", Type: "std_msgs/msg/String", Node: "/l", QoS: reliable()})
 	if err != nil {
 		t.Fatal(err)
@@ -127,9 +135,12 @@ func TestPeerRestartBeforeOldConnectionFoundDead(t *testing.T) {
 	sendFrom(t, a, sub, 1, 100000)
 	fz.frozen.Store(true)
 	a.Close()
+	newInstance = instance
+	defer func() { newInstance = randomEpoch }()
 	a = mk("a", "", []control.Peer{port(b.ControlAddr())})
 	sendFrom(t, a, sub, 2, 100000)
 	testutil.Eventually(t, 20*time.Second, "b closes the old instance's connection", fz.srvClosed.Load)
+	return b, a
 }
 
 func addr2port(t *testing.T, addr string) int {
