@@ -253,11 +253,11 @@ func (l *Listener) handshake(p *pendingConn) {
 		c.Close()
 		if l.ctx.Err() == nil && !dropped {
 			lvl := slog.LevelWarn
-			switch {
-			case errors.Is(err, ErrDuplicate) && errors.Is(err, ErrRejected):
-				lvl = slog.LevelError // the peer knows another live daemon by our host id
-			case errors.Is(err, ErrDuplicate):
-				lvl = slog.LevelDebug // our Admit refused it, and said so
+			// A Reject reaching an acceptor is not authenticated (anyone
+			// may send one first), so a "duplicate" from the peer stays a
+			// Warn; our own Admit's refusal was logged by its owner.
+			if errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrRejected) {
+				lvl = slog.LevelDebug
 			}
 			l.lim.Log(lvl, "control handshake failed", "remote", p.nc.RemoteAddr().String(), "err", err)
 		}
