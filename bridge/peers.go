@@ -173,8 +173,8 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	// known are up: it restarted (and came back before they were found
 	// dead). A daemon that announces no instance (older than 2026-11-28)
 	// after one that did, or the other way round, is another process too;
-	// between two that announce none nothing can be told.
-	if p != nil && len(p.conns) > 0 && h.Instance != p.instance && (h.Instance != 0 || p.instance != 0) {
+	// between two that announce none (equal) nothing can be told.
+	if p != nil && len(p.conns) > 0 && h.Instance != p.instance {
 		for old := range p.conns {
 			stale = append(stale, old)
 		}
