@@ -23,8 +23,9 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 // quick runs the harness as -quick does, with the test's shm prefix.
 func quick(t *testing.T, provider string, variants ...string) *Result {
 	t.Helper()
-	// Two rails for the rails variant, whatever the machine would choose.
-	c, err := ParseArgs([]string{"-quick", "-provider", provider, "-rails", "2"}, os.Stderr)
+	// Two rails for the rails variant, whatever the machine would choose;
+	// latency rounds after a pause, so that they find the bridges idle.
+	c, err := ParseArgs([]string{"-quick", "-provider", provider, "-rails", "2", "-gap", "2ms"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,9 @@ func TestQuick(t *testing.T) {
 			var md strings.Builder
 			res.WriteMarkdown(&md)
 			checkMarkdown(t, md.String(), res)
+			if !strings.Contains(md.String(), "published 2ms after the previous one was taken") {
+				t.Error("the report does not say that latency rounds paused 2 ms")
+			}
 			base := filepath.Join(t.TempDir(), "bridge")
 			if files, err := res.WritePlots(base); err != nil || len(files) != 2 {
 				t.Fatalf("plots %v: %v", files, err)
@@ -192,14 +196,14 @@ func TestParseArgs(t *testing.T) {
 	if c.Options.N != 3 || c.Options.Rounds != QuickRounds || c.Options.RingSize != QuickRing || len(c.Options.Sizes) != len(QuickSizes) {
 		t.Errorf("-quick -n 3: %+v", c.Options)
 	}
-	c, err = ParseArgs([]string{"-sizes", "64K", "-ring", "16M", "-provider", "tcp", "-out", "x.md", "-plot", "x"}, os.Stderr)
+	c, err = ParseArgs([]string{"-sizes", "64K", "-ring", "16M", "-provider", "tcp", "-out", "x.md", "-plot", "x", "-gap", "33ms"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Options.Sizes[0] != 64<<10 || c.Options.RingSize != 16<<20 || c.Out != "x.md" || c.Plot != "x" {
+	if c.Options.Sizes[0] != 64<<10 || c.Options.RingSize != 16<<20 || c.Out != "x.md" || c.Plot != "x" || c.Options.Gap != 33*time.Millisecond {
 		t.Errorf("got %+v", c)
 	}
-	for _, bad := range [][]string{{"-sizes", "8"}, {"-ring", "100"}, {"-n", "-1"}, {"-variants", "nope"}, {"extra"}, {"-rounds", "0"}, {"-rails", "17"}, {"-rails", "-1"}} {
+	for _, bad := range [][]string{{"-sizes", "8"}, {"-ring", "100"}, {"-n", "-1"}, {"-variants", "nope"}, {"extra"}, {"-rounds", "0"}, {"-rails", "17"}, {"-rails", "-1"}, {"-gap", "-1ms"}} {
 		if _, err := ParseArgs(bad, discard{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

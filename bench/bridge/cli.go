@@ -51,6 +51,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	noVerify := fs.Bool("no-verify", false, "skip the subscriber's CRC-32C of every payload (sequence and size are still checked)")
 	fill := fs.Bool("fill", false, "the timed publisher writes whole payloads (as a CPU producer: data in the cache when the bridge sends it), not only each message's 16-byte stamp")
 	rails := fs.Int("rails", 0, "K of the rails variant (one topic over K connections) and of its K-endpoint bare loop (0: what the bridge chooses on this machine)")
+	gap := fs.Duration("gap", 0, "pause before each latency round (say 33ms, a camera's frame interval): the bridges are idle when the message comes")
 	fs.StringVar(&c.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results to this file")
 	fs.StringVar(&c.Plot, "plot", "", "also draw PREFIX-throughput.png/.svg: GB/s against the message size, a line per variant and per baseline loop")
@@ -80,7 +81,7 @@ flags:`)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN, Rails: *rails, Fill: *fill}
+	o := Options{N: *n, Rounds: *rounds, Window: *window, Provider: *provider, NoVerify: *noVerify, Reps: *repsN, Rails: *rails, Fill: *fill, Gap: *gap}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)
@@ -116,6 +117,9 @@ flags:`)
 				o.Variants = append(o.Variants, k)
 			}
 		}
+	}
+	if o.Gap < 0 {
+		return c, fmt.Errorf("%w: -gap %v: not negative", zerocopy.ErrInvalid, o.Gap)
 	}
 	if o.N < 0 || o.Rounds <= 0 || o.Window < 0 || o.Reps <= 0 {
 		return c, fmt.Errorf("%w: -n and -window must not be negative, -rounds and -reps must be positive", zerocopy.ErrInvalid)

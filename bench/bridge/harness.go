@@ -79,6 +79,10 @@ type Options struct {
 	// that writes its data with the CPU: it is in the cache when the bridge
 	// sends it), not only each message's stamp.
 	Fill bool
+	// Gap is the pause before each latency round (0: none): messages
+	// that come that far apart, as a camera's frames do, find the
+	// bridges idle, where back-to-back rounds find them polling.
+	Gap time.Duration
 	// Rails is K of the rails variant (one topic striped over K
 	// connections) and of its K-endpoint bare loop; 0 is what the bridge
 	// chooses on this machine (bridge.AutoRails).
@@ -224,7 +228,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}()
 	start := time.Now()
-	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
+	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps, GapNs: int64(o.Gap),
 		Sizes: o.Sizes, Prefix: o.Prefix, Rails: o.railsK(), Fill: o.Fill}
 	vs := o.variants()
 	k := o.resolveRails(vs)
@@ -582,7 +586,7 @@ func runCell(ctx context.Context, o Options, v Variant, p *pair, c *Cell, size, 
 			share++
 		}
 		if share > 0 {
-			lat, err := latency(ctx, ss[0], share)
+			lat, err := latency(ctx, ss[0], share, o.Gap)
 			if err != nil {
 				return fmt.Errorf("latency: %w", err)
 			}
@@ -673,8 +677,9 @@ func throughput(ctx context.Context, ss []*stream, per, window int, fill, crc bo
 
 // latency sends one message at a time: each sample is the time from the
 // publish call until the subscription's Take returned it (same process,
-// same clock), with the message already written into its loan.
-func latency(ctx context.Context, s *stream, rounds int) ([]int64, error) {
+// same clock), with the message already written into its loan, after a
+// pause of gap.
+func latency(ctx context.Context, s *stream, rounds int, gap time.Duration) ([]int64, error) {
 	if err := s.warm(2); err != nil {
 		return nil, err
 	}
@@ -686,6 +691,9 @@ func latency(ctx context.Context, s *stream, rounds int) ([]int64, error) {
 		l, err := s.loan(false)
 		if err != nil {
 			return nil, err
+		}
+		if gap > 0 {
+			time.Sleep(gap)
 		}
 		t0 := time.Now()
 		if err := l.Publish(); err != nil {

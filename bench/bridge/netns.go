@@ -76,7 +76,7 @@ func RunNetns(ctx context.Context, o Options, n NetnsOptions) (res *Result, err 
 		A: benche2e.Host{Name: "A", Netns: h.NS[0], Addr: h.Addr[0]}, B: benche2e.Host{Name: "B", Netns: h.NS[1], Addr: h.Addr[1]}}}
 	start := time.Now()
 	vs := o.variants()
-	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps,
+	res = &Result{Machine: machineInfo(), Provider: o.Provider, RingSize: o.RingSize, Verify: !o.NoVerify, Reps: o.Reps, GapNs: int64(o.Gap),
 		Sizes: o.Sizes, Prefix: o.Prefix, Netns: true, Rails: o.resolveRails(vs)}
 	pr := &progress{w: o.Progress, total: o.Reps * len(o.Sizes) * (1 + len(vs)), start: start}
 	defer pr.finish()
@@ -350,7 +350,7 @@ func (w *netnsRun) cell(vr *VariantResult, c *Cell, size, rep int) (err error) {
 			if _, _, err := both(nreq{Op: "warm", N: 2, Timeout: takeTimeout}, nreq{Op: "take", N: 2, Every: 1}); err != nil {
 				return fmt.Errorf("latency warm-up: %w", err)
 			}
-			_, s, err := both(nreq{Op: "latency", N: share, Timeout: takeTimeout}, nreq{Op: "latency", N: share})
+			_, s, err := both(nreq{Op: "latency", N: share, Timeout: takeTimeout, Gap: o.Gap}, nreq{Op: "latency", N: share})
 			if err != nil {
 				return fmt.Errorf("latency: %w", err)
 			}
@@ -410,11 +410,15 @@ func (r *Result) baselinesText() string {
 
 // latencyText says how latency was measured.
 func (r *Result) latencyText() string {
+	gap := " Each message is published as soon as the previous one was taken."
+	if r.GapNs > 0 {
+		gap = fmt.Sprintf(" Each message is published %v after the previous one was taken (-gap): the bridges are idle when it comes.", time.Duration(r.GapNs))
+	}
 	if r.Netns {
 		return "One message at a time: from the sample's source timestamp (stamped in the publisher process's Publish, " +
 			"message already written into its loan, kept by the bridges) until the subscriber process's Take returned it, " +
-			"one machine's clock; µs."
+			"one machine's clock; µs." + gap
 	}
 	return "One message at a time: from the publish call (message already written into its loan) " +
-		"until the subscriber's Take returned it, same process and clock; µs."
+		"until the subscriber's Take returned it, same process and clock; µs." + gap
 }

@@ -58,6 +58,7 @@ func TestQuickNetns(t *testing.T) {
 	o := c.Options
 	o.Prefix = testutil.Prefix() + "-nn"
 	o.Variants = []string{KeyDefault, KeyPlainTCP, KeyTwice, KeyPerTopic4}
+	o.Gap = time.Millisecond // the publisher process pauses before each latency round
 	if testing.Verbose() {
 		o.Progress = os.Stderr
 	}

@@ -50,6 +50,7 @@ type (
 		Window  int           `json:"window"` // run: per topic
 		Every   int           `json:"every"`  // take: credit batch
 		Timeout time.Duration `json:"timeout_ns"`
+		Gap     time.Duration `json:"gap_ns,omitempty"` // latency: the pause before each publish
 		// The bare loop: the provider's libfabric name, the local node,
 		// the receiver's address and region.
 		Provider string                 `json:"provider,omitempty"`
@@ -202,6 +203,9 @@ func pubMain([]string) error {
 			}
 			for _, s := range which {
 				for range r.N {
+					if r.Op == "latency" && r.Gap > 0 {
+						time.Sleep(r.Gap)
+					}
 					if err := s.publish(); err != nil {
 						return nfail(err)
 					}

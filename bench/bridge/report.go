@@ -41,8 +41,10 @@ type Result struct {
 	// Rails is K of the rails variant; BareRails the bare loop over K
 	// endpoint pairs per size (empty when K is 1 or there is no bare
 	// loop).
-	Rails     int             `json:"rails"`
-	Fill      bool            `json:"fill"` // the timed publisher wrote whole payloads
+	Rails int  `json:"rails"`
+	Fill  bool `json:"fill"` // the timed publisher wrote whole payloads
+	// GapNs is the pause before each latency round (Options.Gap).
+	GapNs     int64           `json:"gap_ns,omitempty"`
 	BareRails []Baseline      `json:"bare_rails,omitempty"`
 	Variants  []VariantResult `json:"variants"`
 	// Resubscribes counts subscriptions opened again because the bridge
