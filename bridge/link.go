@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/control"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy"
 )
 
@@ -394,7 +394,7 @@ func (l *link) run() {
 			if time.Since(l.progress) < linkSpin {
 				// A stream's next message comes soon: another pass
 				// instead of a sleep and a wake.
-				runtime.Gosched()
+				pause.Yield()
 				continue
 			}
 			l.wait(d)
@@ -559,11 +559,12 @@ func (l *link) wait(d time.Duration) {
 // polled, so a link with work in flight polls hot for a while (a message
 // usually follows another), then sleeps in growing steps, so an idle link
 // costs little CPU (a core spinning on a 2-core host starves the
-// processes the data is for). The sleeps are timer sleeps, not waits for
-// the wake: they are a few microseconds, and a futex wait that short
-// holds its thread's P while the other goroutines of the daemon (the
-// transports', the other links') need it; a post is seen on the next
-// pass.
+// processes the data is for). The yields let other threads run too, and
+// the sleeps are timer sleeps (pause.Sleep: a Go timer alone ends them a
+// millisecond late in an idle daemon), not waits for the wake: they are a
+// few microseconds, and a futex wait that short holds its thread's P
+// while the other goroutines of the daemon (the transports', the other
+// links') need it; a post is seen on the next pass.
 func (l *link) backoff() {
 	l.spins++
 	if l.spins == 1 {
@@ -571,10 +572,10 @@ func (l *link) backoff() {
 	}
 	pp := l.poll
 	if l.spins < pp.yields || (pp.busy && l.b.opts.BusyPoll > 0 && time.Since(l.idleFrom) < l.b.opts.BusyPoll) {
-		runtime.Gosched()
+		pause.Yield()
 		return
 	}
-	time.Sleep(min(time.Duration(l.spins-pp.yields+1)*pp.step, pp.most))
+	pause.Sleep(min(time.Duration(l.spins-pp.yields+1)*pp.step, pp.most))
 }
 
 // shutdown ends the link: the mailbox closes, then the endpoint and

@@ -2,10 +2,10 @@ package bridge
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
 )
 
 // Idle rails (§3.9 "Rails", "Idle links").
@@ -112,16 +112,16 @@ func (i *railIdle) spin() time.Duration {
 // pause waits after a pass that moved nothing (see above). sending: the
 // rail's writes are on the way; expect: traffic from the peer is
 // expected. It reports whether a kick ended it.
-func (r *rail) pause(spins int, sending, expect bool, timer *time.Timer) bool {
+func (r *rail) pause(spins int, sending, expect bool, timer *pause.Timer) bool {
 	quiet := time.Since(r.active)
 	if sending || quiet < r.idle.spin() {
-		runtime.Gosched()
+		pause.Yield()
 		return r.kicked()
 	}
 	if expect {
 		pp := r.poll
 		if spins < pp.yields {
-			runtime.Gosched()
+			pause.Yield()
 			return r.kicked()
 		}
 		if quiet < r.dozeAfter() {
@@ -150,7 +150,7 @@ func (r *rail) dozeAfter() time.Duration {
 // channel receive costs no system call, where a sleep in the kernel costs
 // a few at each end, and a writer's rail goes idle between the records of
 // a stream.
-func (r *rail) sleep(expect bool, timer *time.Timer) bool {
+func (r *rail) sleep(expect bool, timer *pause.Timer) bool {
 	if r.kicked() {
 		return true
 	}
@@ -204,14 +204,14 @@ func (r *rail) kicked() bool {
 }
 
 // timed waits d or for a kick; it reports whether a kick ended it.
-func (r *rail) timed(d time.Duration, timer *time.Timer) bool {
+func (r *rail) timed(d time.Duration, timer *pause.Timer) bool {
 	timer.Reset(d)
 	select {
 	case <-r.kick:
-		timer.Stop() // Go 1.23 timers: no stale tick after Stop or Reset
+		timer.Stop() // no stale tick after Stop or Reset
 		r.woken()
 		return true
-	case <-timer.C:
+	case <-timer.C():
 		return false
 	}
 }

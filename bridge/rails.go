@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
 )
 
 // Rails (§3.7 "Rails", §3.9).
@@ -286,7 +287,7 @@ func (r *rail) run() {
 	defer s.wg.Done()
 	var batch []railWrite
 	imms := make([]uint64, 256)
-	timer := time.NewTimer(time.Hour)
+	timer := pause.New() // pauses of microseconds: Go's timers end them a millisecond late in an idle daemon
 	defer timer.Stop()
 	var compl uint64
 	spins := 0

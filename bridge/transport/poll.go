@@ -1,8 +1,9 @@
 package transport
 
 import (
-	"runtime"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
 )
 
 // Helpers every implementation's waits share.
@@ -29,10 +30,10 @@ func PollWait(poll func([]uint64) (int, error), imms []uint64, timeout time.Dura
 func Backoff(spins int) {
 	switch {
 	case spins < 4096:
-		runtime.Gosched()
+		pause.Yield()
 	case spins < 4096+64:
-		time.Sleep(time.Duration(spins-4095) * 5 * time.Microsecond)
+		pause.Sleep(time.Duration(spins-4095) * 5 * time.Microsecond)
 	default:
-		time.Sleep(320 * time.Microsecond)
+		pause.Sleep(320 * time.Microsecond)
 	}
 }

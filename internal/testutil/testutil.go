@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
 )
 
 // Prefix is the shared-memory prefix of this test process and its children:
@@ -54,6 +56,7 @@ func Main(m *testing.M) {
 	if os.Getenv(ChildEnv) != "" {
 		os.Exit(runChild())
 	}
+	pause.Precise() // its timerfd and goroutine live as long as the process: not a leak
 	baseline = listFDs()
 	gor := runtime.NumGoroutine()
 	code := m.Run()
