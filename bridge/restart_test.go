@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -212,8 +213,12 @@ func sendFrom(t *testing.T, a *Bridge, sub *zerocopy.Subscription, seed int, siz
 		if err != nil {
 			t.Fatalf("message %d of writer %d: %v", i, seed, err)
 		}
-		if !bytes.Equal(smp.Bytes(), msg) {
-			t.Fatalf("message %d of writer %d: %d bytes, want %d (intact)", i, seed, smp.Size(), n)
+		if got := smp.Bytes(); !bytes.Equal(got, msg) {
+			from := -1 // the seed the message carries (stagedMsg), when it has one
+			if len(got) >= 4 {
+				from = int(binary.LittleEndian.Uint32(got))
+			}
+			t.Fatalf("message %d of writer %d: %d bytes carrying seed %d, want %d bytes of seed %d (intact)", i, seed, smp.Size(), from, n, seed+i)
 		}
 		smp.Return()
 	}
