@@ -182,8 +182,8 @@ type peer struct {
 	// connected is a second live daemon with the peer's host id, and is
 	// refused (admitPeer).
 	superseded []uint64
-	duplicates uint64 // connections refused as a superseded instance's
-	dupLogged  uint64 // the superseded instance whose refusal was logged last
+	duplicates uint64   // connections refused as a superseded instance's
+	dupLogged  []uint64 // superseded instances whose refusal was logged at Error (dupLevelLocked)
 }
 
 // maxSuperseded bounds peer.superseded.

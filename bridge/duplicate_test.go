@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"bytes"
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +114,29 @@ func TestDowngradeToDaemonWithoutInstance(t *testing.T) {
 	}
 	if inst, _, _ := peerState(b, "host-a"); inst != 0 {
 		t.Errorf("b knows host-a as instance %016x, want none", inst)
+	}
+}
+
+// Three or more live daemons on one host id take turns redialing: each
+// refused instance is said at Error once, not each time its turn comes
+// after another's; one let in and displaced again is said again.
+func TestDuplicateRefusalSaidOncePerInstance(t *testing.T) {
+	p := &peer{superseded: []uint64{0xa, 0xb, 0xc}}
+	for i, c := range []struct {
+		inst uint64
+		want slog.Level
+	}{{0xa, slog.LevelError}, {0xb, slog.LevelError}, {0xa, slog.LevelDebug}, {0xc, slog.LevelError}, {0xb, slog.LevelDebug}, {0xc, slog.LevelDebug}} {
+		if got := p.dupLevelLocked(c.inst); got != c.want {
+			t.Errorf("refusal %d (instance %x): level %v, want %v", i, c.inst, got, c.want)
+		}
+	}
+	// 0xa was let in (peerUp drops it from both lists), then displaced again.
+	p.superseded = []uint64{0xb, 0xc, 0xa}
+	p.dupLogged = slices.DeleteFunc(p.dupLogged, func(i uint64) bool { return i == 0xa })
+	if got := p.dupLevelLocked(0xa); got != slog.LevelError {
+		t.Errorf("instance a displaced again: level %v, want Error", got)
+	}
+	if len(p.dupLogged) > maxSuperseded {
+		t.Errorf("%d logged instances kept, at most %d", len(p.dupLogged), maxSuperseded)
 	}
 }

@@ -162,8 +162,9 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	if p.supersededLocked(h.Instance) {
 		// Admitted before a newer instance displaced it (admitPeer).
 		p.duplicates++
+		lvl := p.dupLevelLocked(h.Instance)
 		b.mu.Unlock()
-		b.refusals.Log(slog.LevelError, "peer refused: another live daemon holds its host id", "peer", host,
+		b.refusals.Log(lvl, "peer refused: another live daemon holds its host id", "peer", host,
 			"instance", fmt.Sprintf("%016x", h.Instance), "addr", c.RemoteAddr().String())
 		return false
 	}
@@ -210,6 +211,7 @@ func (b *Bridge) peerUp(host string, c *control.Conn, h control.Hello) bool {
 	p.conns[c] = p.connSeq
 	p.instance = h.Instance
 	p.superseded = slices.DeleteFunc(p.superseded, func(i uint64) bool { return i == h.Instance })
+	p.dupLogged = slices.DeleteFunc(p.dupLogged, func(i uint64) bool { return i == h.Instance }) // displaced again later: said again
 	// The newest connection's daemon speaks for the peer.
 	p.doorbell.Store(slices.Contains(h.Features, featureDoorbell))
 	p.setLive()
@@ -251,11 +253,7 @@ func (b *Bridge) admitPeer(h control.Hello, remote string) *control.Reject {
 	if c := p.live.Load(); c != nil {
 		holderAddr = c.RemoteAddr().String()
 	}
-	// Said at Error once per refused instance, not at each of its redials.
-	lvl := slog.LevelDebug
-	if p.dupLogged != h.Instance {
-		p.dupLogged, lvl = h.Instance, slog.LevelError
-	}
+	lvl := p.dupLevelLocked(h.Instance)
 	b.mu.Unlock()
 	b.refusals.Log(lvl, "peer refused: another live daemon holds its host id", "peer", h.HostID,
 		"instance", fmt.Sprintf("%016x", h.Instance), "addr", remote,
@@ -263,6 +261,18 @@ func (b *Bridge) admitPeer(h control.Hello, remote string) *control.Reject {
 	return &control.Reject{Code: control.RejectDuplicate, Reason: fmt.Sprintf(
 		"host id %q is held by another live daemon (instance %016x, at %s) that connected after this one (instance %016x): give each daemon a host id of its own",
 		h.HostID, holder, holderAddr, h.Instance)}
+}
+
+// dupLevelLocked is the level of a refusal of superseded instance: Error
+// the first time for each instance (however many of them take turns
+// redialing), Debug at its later redials. Must hold b.mu.
+func (p *peer) dupLevelLocked(instance uint64) slog.Level {
+	if slices.Contains(p.dupLogged, instance) {
+		return slog.LevelDebug
+	}
+	// Only instances still superseded are kept: at most maxSuperseded.
+	p.dupLogged = append(slices.DeleteFunc(p.dupLogged, func(i uint64) bool { return !slices.Contains(p.superseded, i) }), instance)
+	return slog.LevelError
 }
 
 // supersededLocked reports whether instance is one a newer instance of
