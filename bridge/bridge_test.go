@@ -474,6 +474,22 @@ func TestPerTopicRingsAndShm(t *testing.T) {
 			if rings != topics {
 				t.Errorf("%d per-topic writer rings, want %d", rings, topics)
 			}
+			if prov == "fabric:shm" {
+				// shm does not order writes: each record's header and
+				// payload go as one gathered write, with no fence to wait
+				// for between them (gatherParts).
+				var st transport.Stats
+				for _, s := range railsOf(a, true) {
+					for _, r := range s.rails {
+						x := r.ep.Stats()
+						st.Writes += x.Writes
+						st.Fences += x.Fences
+					}
+				}
+				if st.Fences != 0 || st.Writes < topics*n {
+					t.Errorf("writers' rails: %d writes, %d fences waited for; want at least %d writes and no fence", st.Writes, st.Fences, topics*n)
+				}
+			}
 		})
 	}
 }

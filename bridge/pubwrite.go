@@ -4,12 +4,14 @@ import (
 	"errors"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
+	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
 // Writing records (the writer role, publink.go): a message's chunks, each
 // reserved in the ring and handed to its rail as up to three writes from
-// registered memory (linkparts.go), then committed.
+// registered memory (linkparts.go), gathered into one where the provider
+// needs a fence between writes and can (gatherParts), then committed.
 
 // minStripe is the smallest chunk a message is cut into to spread it over
 // the ring's rails (ring.Writer.Split): smaller messages go whole, on one
@@ -106,6 +108,24 @@ func (f *flight) metaSpan() (off, n uint64) {
 // header) from registered slots, the payload from the shared pool (or
 // from its staging slot, which is then busy until the write completed
 // locally), then commits. It returns false when there is no room.
+// gatherParts makes the record's writes ws[n:] (header, meta, payload; the
+// last with the immediate) one gathered write where rail takes that many
+// parts: on a provider without write-after-write order, writes one by one
+// cost a fence, a round trip through the reader's progress, per record.
+func (l *writerLink) gatherParts(ws []railWrite, n, rail int) []railWrite {
+	parts := ws[n:]
+	if len(parts) < 2 || len(parts) > l.rails.gather(rail) {
+		return ws
+	}
+	g := railWrite{parts: make([][]byte, len(parts)), regs: make([]transport.Region, len(parts)),
+		remote: parts[0].remote, off: parts[0].off, imm: parts[len(parts)-1].imm, withImm: true}
+	for k, w := range parts {
+		g.parts[k], g.regs[k] = w.src, w.reg
+	}
+	clear(parts) // drop references to pool memory
+	return append(ws[:n], g)
+}
+
 func (l *writerLink) post(f *flight) (bool, error) {
 	if l.w.InFlight() >= maxInFlight {
 		return false, nil
@@ -148,6 +168,7 @@ func (l *writerLink) post(f *flight) (bool, error) {
 	}
 	if !twice {
 		ws[len(ws)-1].imm, ws[len(ws)-1].withImm = s.Imm, true
+		ws = l.gatherParts(ws, n, s.Rail)
 	}
 	if err := l.w.Commit(s, &f.hdr); err != nil {
 		return false, err

@@ -115,10 +115,14 @@ type rail struct {
 }
 
 // railWrite is one write a pump posts: src (in registered region reg) to
-// the peer's region at off, with an immediate when withImm.
+// the peer's region at off, with an immediate when withImm; or, when parts
+// is not nil, the parts (parts[k] in regs[k]) gathered into one write with
+// the immediate (transport.GatherWriter).
 type railWrite struct {
 	src     []byte
 	reg     transport.Region
+	parts   [][]byte
+	regs    []transport.Region
 	remote  transport.RemoteRegion
 	off     uint64
 	imm     uint64
@@ -236,6 +240,15 @@ func (s *railSet) push(i int, ws ...railWrite) uint64 {
 	return r.queued
 }
 
+// gather is how many parts rail i writes as one write with an immediate
+// (transport.GatherWriter); below 2, none.
+func (s *railSet) gather(i int) int {
+	if g, ok := s.rails[i].ep.(transport.GatherWriter); ok {
+		return g.MaxGather()
+	}
+	return 0
+}
+
 // done reports whether rail i completed its writes up to count n (push's
 // result) locally.
 func (s *railSet) done(i int, n uint64) bool { return s.rails[i].ep.Stats().Completions >= n }
@@ -304,7 +317,9 @@ func (r *rail) run() {
 		for i := range batch {
 			w := &batch[i]
 			var err error
-			if w.withImm {
+			if w.parts != nil {
+				err = r.ep.(transport.GatherWriter).WriteImmGather(w.parts, w.regs, w.remote, w.off, w.imm)
+			} else if w.withImm {
 				err = r.ep.WriteImm(w.src, w.reg, w.remote, w.off, w.imm)
 			} else {
 				err = r.ep.Write(w.src, w.reg, w.remote, w.off)

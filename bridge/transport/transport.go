@@ -152,6 +152,23 @@ type Endpoint interface {
 	Close() error
 }
 
+// GatherWriter is an Endpoint that can write several local parts as one
+// write with one immediate. Where the provider does not order writes, a
+// record's parts written one by one cost a fence between them (the last
+// part's immediate may vouch for the earlier ones only once they were
+// delivered: a round trip through the peer's progress); gathered, they
+// cost none.
+type GatherWriter interface {
+	Endpoint
+	// MaxGather is the most parts WriteImmGather takes; below 2 it takes
+	// none (write the parts one by one).
+	MaxGather() int
+	// WriteImmGather writes the concatenation of srcs (srcs[k] a slice of
+	// locals[k]) into the peer's region at off and delivers imm, as
+	// WriteImm does, once all of it is visible there.
+	WriteImmGather(srcs [][]byte, locals []Region, remote RemoteRegion, off uint64, imm uint64) error
+}
+
 // Stats are an endpoint's counters since it was created.
 type Stats struct {
 	Writes      uint64 // WriteImm and Write calls posted

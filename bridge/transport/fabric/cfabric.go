@@ -46,6 +46,19 @@ const (
 	fmtAddrStr    = C.FI_ADDR_STR
 )
 
+// maxGather is the most local parts one gathered write takes (writev).
+const maxGather = 4
+
+// gathered is one transmit slot's iovec and descriptor arrays for a
+// gathered write, in C memory until the write completes. The descriptors
+// are C pointers, kept as uintptr: nothing here is Go memory.
+type gathered struct {
+	iov  [maxGather]C.struct_iovec
+	desc [maxGather]uintptr
+}
+
+const gatherSize = int(unsafe.Sizeof(gathered{}))
+
 func fiStrerror(code int) string {
 	return C.GoString(C.fi_strerror(C.int(code)))
 }

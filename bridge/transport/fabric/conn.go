@@ -19,6 +19,7 @@ import (
 
 // Endpoint is a connection to one peer; it implements transport.Endpoint.
 type Endpoint struct {
+	p  *Provider
 	mu sync.Mutex
 	c  *core // guarded by mu
 	// sl sleeps on the completion queue's wait descriptor (sleep.go);
@@ -29,7 +30,7 @@ type Endpoint struct {
 
 // newEndpoint creates an endpoint from info and tracks it in p.
 func (p *Provider) newEndpoint(info *C.struct_fi_info) (*Endpoint, error) {
-	e := &Endpoint{}
+	e := &Endpoint{p: p}
 	rx := 8 // control messages only
 	if p.rxCQData {
 		rx = min(p.rxSize, 1024) // every immediate consumes one
@@ -61,6 +62,18 @@ func (e *Endpoint) WriteImm(src []byte, local transport.Region, remote transport
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.c.write(src, local, remote, off, imm, true)
+}
+
+var _ transport.GatherWriter = (*Endpoint)(nil)
+
+// MaxGather implements transport.GatherWriter.
+func (e *Endpoint) MaxGather() int { return e.p.gather() }
+
+// WriteImmGather implements transport.GatherWriter.
+func (e *Endpoint) WriteImmGather(srcs [][]byte, locals []transport.Region, remote transport.RemoteRegion, off uint64, imm uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.c.writev(srcs, locals, remote, off, imm)
 }
 
 // Write implements transport.Endpoint.

@@ -73,19 +73,23 @@ type core struct {
 
 	// Contexts: slots [0, txSlots) for transmits, [txSlots, txSlots+rxDepth)
 	// for posted receives, in one C array of fi_context2.
-	ctx      unsafe.Pointer
-	txSlots  int
-	rxDepth  int
-	kind     []uint8 // transmit slot kinds
-	free     []int32 // free transmit slots
-	ents     unsafe.Pointer
-	eqArgs   unsafe.Pointer // an eqArgs in C memory (pollEQ)
-	ctlMem   unsafe.Pointer // rxDepth receive buffers, then ctlTxBufs send buffers
-	ctlMR    *C.struct_fid_mr
-	ctlDesc  unsafe.Pointer
-	inflight int // data writes posted and not completed
-	idle     int // progress passes that found no completion (pollEQ's pace)
-	fenced   int // slotFence writes not completed
+	ctx     unsafe.Pointer
+	txSlots int
+	rxDepth int
+	kind    []uint8 // transmit slot kinds
+	free    []int32 // free transmit slots
+	ents    unsafe.Pointer
+	eqArgs  unsafe.Pointer // an eqArgs in C memory (pollEQ)
+	ctlMem  unsafe.Pointer // rxDepth receive buffers, then ctlTxBufs send buffers
+	ctlMR   *C.struct_fid_mr
+	ctlDesc unsafe.Pointer
+	// gatherMem holds, per transmit slot, the iovec and descriptor arrays
+	// of a gathered write (writev), kept until it completes; nil when the
+	// provider gathers no writes (Provider.gather).
+	gatherMem unsafe.Pointer
+	inflight  int // data writes posted and not completed
+	idle      int // progress passes that found no completion (pollEQ's pace)
+	fenced    int // slotFence writes not completed
 
 	pending []uint64 // received immediates not yet returned
 	head    int      // pending[head:] are unreturned
@@ -156,6 +160,11 @@ func (p *Provider) newCore(mu *sync.Mutex, info *C.struct_fi_info, rxDepth int) 
 	c.eqArgs = C.calloc(1, C.size_t(unsafe.Sizeof(eqArgs{})))
 	if c.ctx == nil || c.ents == nil || c.ctlMem == nil || c.eqArgs == nil {
 		return fail(errors.New("libfabric: out of C memory for contexts"))
+	}
+	if p.gather() > 1 {
+		if c.gatherMem = C.calloc(C.size_t(c.txSlots), C.size_t(gatherSize)); c.gatherMem == nil {
+			return fail(errors.New("libfabric: out of C memory for gathered writes"))
+		}
 	}
 	c.kind = make([]uint8, c.txSlots)
 	c.free = make([]int32, 0, c.txSlots)
@@ -590,25 +599,8 @@ func (c *core) write(src []byte, local transport.Region, remote transport.Remote
 	switch {
 	case withImm:
 		kind = slotImm
-		// Without write-after-write ordering, earlier Writes must be
-		// delivered before this immediate can vouch for them.
-		if c.fenced > 0 {
-			c.fences.Add(1)
-			for spins := 0; c.fenced > 0; spins++ {
-				c.progress()
-				if err := c.usable(); err != nil {
-					return err
-				}
-				if c.fenced == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("libfabric %s: fence: earlier writes not delivered within %v: %w", c.p.name, c.p.opts.Timeout, transport.ErrTimeout)
-				}
-				if !c.pause(spins) {
-					return transport.ErrClosed
-				}
-			}
+		if err := c.awaitFenced(deadline); err != nil {
+			return err
 		}
 	case c.p.fence:
 		kind = slotFence
@@ -627,6 +619,80 @@ func (c *core) write(src []byte, local transport.Region, remote transport.Remote
 	}
 	return c.post(i, kind, c.peer, deadline, func(ctx unsafe.Pointer) C.ssize_t {
 		return C.rg_write(c.ep, buf, n, desc, C.uint64_t(imm), wd, c.peer, addr, key, ctx, flags)
+	})
+}
+
+// awaitFenced waits until the fenced Writes posted so far were delivered:
+// without write-after-write ordering, earlier Writes must be delivered
+// before an immediate can vouch for them.
+func (c *core) awaitFenced(deadline time.Time) error {
+	if c.fenced == 0 {
+		return nil
+	}
+	c.fences.Add(1)
+	for spins := 0; c.fenced > 0; spins++ {
+		c.progress()
+		if err := c.usable(); err != nil {
+			return err
+		}
+		if c.fenced == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("libfabric %s: fence: earlier writes not delivered within %v: %w", c.p.name, c.p.opts.Timeout, transport.ErrTimeout)
+		}
+		if !c.pause(spins) {
+			return transport.ErrClosed
+		}
+	}
+	return nil
+}
+
+// writev posts srcs (srcs[k] inside locals[k]) as one write, with
+// immediate imm, of their concatenation into the peer's region at off
+// (Endpoint.WriteImmGather).
+func (c *core) writev(srcs [][]byte, locals []transport.Region, remote transport.RemoteRegion, off uint64, imm uint64) error {
+	n := len(srcs)
+	if n == 0 || n != len(locals) || n > c.p.gather() {
+		return fmt.Errorf("libfabric %s: a write gathering %d parts (%d regions), at most %d: %w", c.p.name, n, len(locals), c.p.gather(), transport.ErrNotSupported)
+	}
+	total := 0
+	for _, s := range srcs {
+		total += len(s)
+	}
+	if err := remote.CheckWrite(off, total); err != nil {
+		return fmt.Errorf("libfabric %s: %w", c.p.name, err)
+	}
+	if err := c.usable(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(c.p.opts.Timeout)
+	if err := c.awaitFenced(deadline); err != nil {
+		return err
+	}
+	i, err := c.slot(deadline, true)
+	if err != nil {
+		return err
+	}
+	g := (*gathered)(unsafe.Add(c.gatherMem, i*gatherSize))
+	for k, s := range srcs {
+		lr, ok := locals[k].(*Region)
+		if !ok || lr == nil || lr.p != c.p {
+			c.free = append(c.free, int32(i))
+			return fmt.Errorf("libfabric %s: part %d's region is not registered with this provider", c.p.name, k)
+		}
+		buf, desc, err := lr.span(s)
+		if err != nil {
+			c.free = append(c.free, int32(i))
+			return err
+		}
+		g.iov[k] = C.struct_iovec{iov_base: buf, iov_len: C.size_t(len(s))}
+		g.desc[k] = uintptr(desc)
+	}
+	addr := C.uint64_t(remote.Addr + off)
+	key := C.uint64_t(remote.Key)
+	return c.post(i, slotImm, c.peer, deadline, func(ctx unsafe.Pointer) C.ssize_t {
+		return C.rg_writev(c.ep, &g.iov[0], (*unsafe.Pointer)(unsafe.Pointer(&g.desc[0])), C.size_t(n), C.uint64_t(imm), c.peer, addr, key, ctx)
 	})
 }
 
@@ -665,7 +731,8 @@ func (c *core) closeAll() error {
 	C.free(c.ents)
 	C.free(c.ctlMem)
 	C.free(c.eqArgs)
+	C.free(c.gatherMem)
 	c.ep, c.cq, c.eq, c.av, c.ctlMR = nil, nil, nil, nil, nil
-	c.ctx, c.ents, c.ctlMem, c.eqArgs = nil, nil, nil, nil
+	c.ctx, c.ents, c.ctlMem, c.eqArgs, c.gatherMem = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@
 package fabric
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"syscall"
@@ -341,5 +342,114 @@ func TestMeasureBare(t *testing.T) {
 	}
 	if _, err := MeasureBareRails("tcp", 1<<20, 1, 0, Options{}); err == nil {
 		t.Error("a bare loop over 0 endpoints was accepted")
+	}
+}
+
+// A record's parts (header, meta, payload from three regions) written as
+// one write where the provider needs a fence between writes (shm): the
+// peer finds their concatenation in its region when the immediate comes,
+// and no fence was waited for. Where writes are ordered (tcp) nothing is
+// gathered, and WriteImmGather refuses.
+func TestWriteImmGather(t *testing.T) {
+	checkClosed(t)
+	p := open(t, "shm", Options{})
+	if !p.fence || p.gather() < 3 {
+		t.Fatalf("shm: fenced %v, gathers %d parts (iov limit %d), want fenced and at least 3", p.fence, p.gather(), p.iovLimit)
+	}
+	d, a := pair(t, p)
+	if d.MaxGather() != p.gather() {
+		t.Errorf("MaxGather %d, provider %d", d.MaxGather(), p.gather())
+	}
+	sizes := []int{64, 1000, 300_000}
+	var regs []transport.Region
+	for _, n := range sizes {
+		r, err := p.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		regs = append(regs, r)
+	}
+	dst, err := p.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	imms := make([]uint64, 4)
+	for round := range 20 {
+		var srcs [][]byte
+		var want []byte
+		for k, r := range regs {
+			b := r.Bytes()[:sizes[k]]
+			for i := range b {
+				b[i] = byte(round*7 + k*31 + i)
+			}
+			srcs = append(srcs, b)
+			want = append(want, b...)
+		}
+		off := uint64(round * 4096)
+		if err := d.WriteImmGather(srcs, regs, dst.Desc(), off, uint64(1000+round)); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		got := 0
+		for got == 0 {
+			if _, err := d.Poll(nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = a.Poll(imms); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no immediate", round)
+			}
+		}
+		if got != 1 || imms[0] != uint64(1000+round) {
+			t.Fatalf("round %d: immediates %v, want [%d]", round, imms[:got], 1000+round)
+		}
+		if !bytes.Equal(dst.Bytes()[off:off+uint64(len(want))], want) {
+			t.Fatalf("round %d: the peer's region does not hold the parts' concatenation", round)
+		}
+	}
+	if st := d.Stats(); st.Fences != 0 || st.Writes != 20 {
+		t.Errorf("stats %+v: want 20 writes and no fence", st)
+	}
+	// Bad calls: more parts than it takes, regions not matching parts, a
+	// part outside its region, past the end of the peer's region.
+	three := [][]byte{regs[0].Bytes()[:8], regs[1].Bytes()[:8], regs[2].Bytes()[:8]}
+	many := make([][]byte, p.gather()+1)
+	manyRegs := make([]transport.Region, len(many))
+	for i := range many {
+		many[i], manyRegs[i] = regs[0].Bytes()[:8], regs[0]
+	}
+	if err := d.WriteImmGather(many, manyRegs, dst.Desc(), 0, 1); !errors.Is(err, transport.ErrNotSupported) {
+		t.Errorf("%d parts: %v, want ErrNotSupported", len(many), err)
+	}
+	if err := d.WriteImmGather(three, regs[:2], dst.Desc(), 0, 1); !errors.Is(err, transport.ErrNotSupported) {
+		t.Errorf("3 parts, 2 regions: %v, want ErrNotSupported", err)
+	}
+	if err := d.WriteImmGather([][]byte{regs[1].Bytes()[:8], regs[1].Bytes()[:8]}, []transport.Region{regs[1], regs[0]}, dst.Desc(), 0, 1); !errors.Is(err, transport.ErrOutOfBounds) {
+		t.Errorf("a part outside its region: %v, want ErrOutOfBounds", err)
+	}
+	if err := d.WriteImmGather(three, regs, dst.Desc(), 1<<20-16, 1); err == nil {
+		t.Error("a write past the end of the peer's region was accepted")
+	}
+	q := open(t, "tcp", Options{})
+	dq, _ := pair(t, q)
+	if dq.MaxGather() >= 2 {
+		t.Errorf("tcp orders writes, yet gathers %d parts", dq.MaxGather())
+	}
+	tr, err := q.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tdst, err := q.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tdst.Close()
+	if err := dq.WriteImmGather([][]byte{tr.Bytes()[:8], tr.Bytes()[8:16]}, []transport.Region{tr, tr}, tdst.Desc(), 0, 1); !errors.Is(err, transport.ErrNotSupported) {
+		t.Errorf("tcp: %v, want ErrNotSupported", err)
 	}
 }

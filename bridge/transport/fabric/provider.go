@@ -47,6 +47,7 @@ type Provider struct {
 	rxCQData  bool   // remote CQ data consumes posted receives (FI_RX_CQ_DATA)
 	fence     bool   // no write-after-write order: fence Writes before a WriteImm
 	txSize    int    // the provider's transmit queue size
+	iovLimit  int    // local parts one write may gather (tx_attr.iov_limit)
 	rxSize    int    // the provider's receive queue size
 	addrFmt   uint32 // the domain's address format
 	domainNm  string
@@ -177,6 +178,7 @@ func Open(name string, opts Options) (*Provider, error) {
 		rxCQData:  uint64(a.mode)&modeRxCQData != 0 || opts.ForceRxCQData,
 		fence:     uint64(a.tx_order)&orderWAW == 0 || opts.ForceFence,
 		txSize:    int(a.tx_size),
+		iovLimit:  int(a.tx_iov_limit),
 		rxSize:    int(a.rx_size),
 		addrFmt:   uint32(a.addr_format),
 		domainNm:  C.GoString(&a.domain[0]),
@@ -209,6 +211,19 @@ func Open(name string, opts Options) (*Provider, error) {
 		"mr_mode", fmt.Sprintf("%#x", p.mrModeRaw), "virt_addr", p.virtAddr, "descs", p.descs,
 		"rx_cq_data", p.rxCQData, "fence", p.fence, "tx_size", p.txSize, "rx_size", p.rxSize)
 	return p, nil
+}
+
+// gather is how many local parts one write with an immediate gathers
+// (Endpoint.WriteImmGather): up to maxGather where the provider takes
+// several and a record's parts written one by one would need a fence
+// between them (no write-after-write order: the immediate may not vouch
+// for an earlier write until it was delivered, a round trip through the
+// peer's progress); 0 otherwise.
+func (p *Provider) gather() int {
+	if !p.fence || p.iovLimit < 2 {
+		return 0
+	}
+	return min(p.iovLimit, maxGather)
 }
 
 // Name implements transport.Provider: "fabric:" and the libfabric provider.

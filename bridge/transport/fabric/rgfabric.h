@@ -43,7 +43,7 @@ static inline int rg_getinfo(struct fi_info *hints, const char *node, const char
 typedef struct {
 	uint64_t mode, caps, tx_order, tx_op_flags;
 	uint64_t mr_mode;
-	uint64_t tx_size, rx_size, cq_data_size, max_msg_size;
+	uint64_t tx_size, rx_size, cq_data_size, max_msg_size, tx_iov_limit;
 	uint32_t addr_format;
 	char domain[64], fabric[64];
 } rg_attrs;
@@ -56,6 +56,7 @@ static inline void rg_info_attrs(struct fi_info *i, rg_attrs *a) {
 	a->tx_op_flags = i->tx_attr->op_flags;
 	a->mr_mode = (uint64_t)i->domain_attr->mr_mode;
 	a->tx_size = i->tx_attr->size;
+	a->tx_iov_limit = i->tx_attr->iov_limit;
 	a->rx_size = i->rx_attr->size;
 	a->cq_data_size = i->domain_attr->cq_data_size;
 	a->max_msg_size = i->ep_attr->max_msg_size;
@@ -193,6 +194,28 @@ static inline ssize_t rg_write(struct fid_ep *ep, void *buf, size_t len, void *d
 	if (with_data)
 		return fi_writedata(ep, buf, len, desc, data, dest, addr, key, ctx);
 	return fi_write(ep, buf, len, desc, dest, addr, key, ctx);
+}
+
+// rg_writev posts one RMA write with remote CQ data gathering count local
+// parts (iov, desc: arrays the caller keeps until the write completes)
+// into one contiguous remote range.
+static inline ssize_t rg_writev(struct fid_ep *ep, struct iovec *iov, void **desc, size_t count, uint64_t data,
+		fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx) {
+	size_t len = 0;
+	for (size_t k = 0; k < count; k++)
+		len += iov[k].iov_len;
+	struct fi_rma_iov rma = { addr, len, key };
+	struct fi_msg_rma m;
+	memset(&m, 0, sizeof m);
+	m.msg_iov = iov;
+	m.desc = desc;
+	m.iov_count = count;
+	m.addr = dest;
+	m.rma_iov = &rma;
+	m.rma_iov_count = 1;
+	m.context = ctx;
+	m.data = data;
+	return fi_writemsg(ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA);
 }
 
 static inline ssize_t rg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, void *ctx) {
