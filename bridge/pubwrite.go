@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bridge/ring"
-	"github.com/rmw-rgaps/rmw_rgaps/bridge/transport"
 	"github.com/rmw-rgaps/rmw_rgaps/zerocopy/qos"
 )
 
@@ -123,7 +122,7 @@ const gatherMost = 1<<20 + 64<<10
 // through the reader's progress, per record.
 func (l *writerLink) gatherParts(ws []railWrite, n, rail int) []railWrite {
 	parts := ws[n:]
-	if len(parts) < 2 || len(parts) > l.rails.gather(rail) {
+	if len(parts) < 2 || len(parts) > len(gatherSet{}.parts) || len(parts) > l.rails.gather(rail) {
 		return ws
 	}
 	total := 0
@@ -133,13 +132,13 @@ func (l *writerLink) gatherParts(ws []railWrite, n, rail int) []railWrite {
 	if total > gatherMost {
 		return ws
 	}
-	g := railWrite{parts: make([][]byte, len(parts)), regs: make([]transport.Region, len(parts)),
-		remote: parts[0].remote, off: parts[0].off, imm: parts[len(parts)-1].imm, withImm: true}
+	g := &gatherSet{n: len(parts)} // one allocation per record
 	for k, w := range parts {
 		g.parts[k], g.regs[k] = w.src, w.reg
 	}
+	gw := railWrite{g: g, remote: parts[0].remote, off: parts[0].off, imm: parts[len(parts)-1].imm, withImm: true}
 	clear(parts) // drop references to pool memory
-	return append(ws[:n], g)
+	return append(ws[:n], gw)
 }
 
 func (l *writerLink) post(f *flight) (bool, error) {

@@ -186,13 +186,13 @@ func (r *rail) sleep(expect bool, timer *pause.Timer) bool {
 		if !r.idle.dozing {
 			r.idle.seq++
 			if !s.doze(r.i, r.idle.seq, r.ep.Stats().Imms) {
-				return r.timed(r.poll.most, timer) // no doorbell now
+				return r.timed(idlePoll(r.poll), timer) // no doorbell now
 			}
 			r.idle.dozing = true
 			s.dozed.Add(1)
 		}
 	case expect:
-		return r.timed(r.poll.most, timer)
+		return r.timed(idlePoll(r.poll), timer)
 	}
 	r.asleep.Store(true)
 	k := r.timed(railSafety, timer)
@@ -200,6 +200,14 @@ func (r *rail) sleep(expect bool, timer *pause.Timer) bool {
 	r.idle.timedOut = !k
 	return k
 }
+
+// idlePoll is the pause of a rail that expects traffic, cannot sleep and
+// has no doorbell (a peer of an older release, a doze that could not be
+// sent), once its backoff is over: at least a millisecond, so that
+// polling for its whole idle life costs about a thousand wake-ups a second
+// (pp.most's 200 µs, once Go's timers no longer stretched them, would be
+// five thousand).
+func idlePoll(pp pollPolicy) time.Duration { return max(pp.most, time.Millisecond) }
 
 // kicked takes a pending kick, if any: the pump is active again.
 func (r *rail) kicked() bool {

@@ -115,18 +115,25 @@ type rail struct {
 }
 
 // railWrite is one write a pump posts: src (in registered region reg) to
-// the peer's region at off, with an immediate when withImm; or, when parts
-// is not nil, the parts (parts[k] in regs[k]) gathered into one write with
-// the immediate (transport.GatherWriter).
+// the peer's region at off, with an immediate when withImm; or, when g is
+// not nil, g's parts gathered into one write with the immediate
+// (transport.GatherWriter).
 type railWrite struct {
 	src     []byte
 	reg     transport.Region
-	parts   [][]byte
-	regs    []transport.Region
+	g       *gatherSet
 	remote  transport.RemoteRegion
 	off     uint64
 	imm     uint64
 	withImm bool
+}
+
+// gatherSet is the parts of one gathered write: parts[k] in regs[k], k < n
+// (a record's header, meta and payload: at most 3).
+type gatherSet struct {
+	parts [4][]byte
+	regs  [4]transport.Region
+	n     int
 }
 
 // newRails starts a pump per endpoint. word (may be nil) is watched by
@@ -317,8 +324,8 @@ func (r *rail) run() {
 		for i := range batch {
 			w := &batch[i]
 			var err error
-			if w.parts != nil {
-				err = r.ep.(transport.GatherWriter).WriteImmGather(w.parts, w.regs, w.remote, w.off, w.imm)
+			if g := w.g; g != nil {
+				err = r.ep.(transport.GatherWriter).WriteImmGather(g.parts[:g.n], g.regs[:g.n], w.remote, w.off, w.imm)
 			} else if w.withImm {
 				err = r.ep.WriteImm(w.src, w.reg, w.remote, w.off, w.imm)
 			} else {

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/pause"
@@ -26,11 +27,15 @@ func PollWait(poll func([]uint64) (int, error), imms []uint64, timeout time.Dura
 
 // Backoff is the pause after the spins-th progress attempt that found
 // nothing: a few yields, then sleeps growing to 320µs, so a waiting side
-// still progresses transfers often without holding a core.
+// still progresses transfers often without holding a core. The yields are
+// to goroutines only (runtime.Gosched, not pause.Yield): the waits that
+// use Backoff wait for the caller's own transfers (a fence, a full
+// transmit queue, a flush), which a software provider moves only while
+// polled.
 func Backoff(spins int) {
 	switch {
 	case spins < 4096:
-		pause.Yield()
+		runtime.Gosched()
 	case spins < 4096+64:
 		pause.Sleep(time.Duration(spins-4095) * 5 * time.Microsecond)
 	default:

@@ -686,13 +686,12 @@ func (c *core) writev(srcs [][]byte, locals []transport.Region, remote transport
 			c.free = append(c.free, int32(i))
 			return err
 		}
-		g.iov[k] = C.struct_iovec{iov_base: buf, iov_len: C.size_t(len(s))}
-		g.desc[k] = uintptr(desc)
+		g.base[k], g.lens[k], g.desc[k] = C.uintptr_t(uintptr(buf)), C.size_t(len(s)), uintptr(desc)
 	}
 	addr := C.uint64_t(remote.Addr + off)
 	key := C.uint64_t(remote.Key)
 	return c.post(i, slotImm, c.peer, deadline, func(ctx unsafe.Pointer) C.ssize_t {
-		return C.rg_writev(c.ep, &g.iov[0], (*unsafe.Pointer)(unsafe.Pointer(&g.desc[0])), C.size_t(n), C.uint64_t(imm), c.peer, addr, key, ctx)
+		return C.rg_writev(c.ep, &g.iov[0], &g.base[0], &g.lens[0], (*unsafe.Pointer)(unsafe.Pointer(&g.desc[0])), C.size_t(n), C.uint64_t(imm), c.peer, addr, key, ctx)
 	})
 }
 

@@ -197,13 +197,17 @@ static inline ssize_t rg_write(struct fid_ep *ep, void *buf, size_t len, void *d
 }
 
 // rg_writev posts one RMA write with remote CQ data gathering count local
-// parts (iov, desc: arrays the caller keeps until the write completes)
-// into one contiguous remote range.
-static inline ssize_t rg_writev(struct fid_ep *ep, struct iovec *iov, void **desc, size_t count, uint64_t data,
-		fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx) {
+// parts (base[k], lens[k]) into one contiguous remote range. iov and desc
+// are the caller's arrays, kept until the write completes; iov is filled
+// here, so Go writes only integers into C memory.
+static inline ssize_t rg_writev(struct fid_ep *ep, struct iovec *iov, const uintptr_t *base, const size_t *lens,
+		void **desc, size_t count, uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx) {
 	size_t len = 0;
-	for (size_t k = 0; k < count; k++)
-		len += iov[k].iov_len;
+	for (size_t k = 0; k < count; k++) {
+		iov[k].iov_base = (void *)base[k];
+		iov[k].iov_len = lens[k];
+		len += lens[k];
+	}
 	struct fi_rma_iov rma = { addr, len, key };
 	struct fi_msg_rma m;
 	memset(&m, 0, sizeof m);
