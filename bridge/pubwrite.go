@@ -102,11 +102,6 @@ func (f *flight) metaSpan() (off, n uint64) {
 	return start - ring.MetaLenSize, end - start
 }
 
-// post reserves ring space for a record and hands its writes to the
-// record's rail (rails.go): the header (and in write-twice mode a pad
-// header) from registered slots, the payload from the shared pool (or
-// from its staging slot, which is then busy until the write completed
-// locally), then commits. It returns false when there is no room.
 // gatherMost is the largest record written as one gathered write. On the
 // single-GPU H200 host and the 2-core VM, over libfabric shm, gathering
 // moved one rail's 4 KiB records 1.8-2× faster and its 1 MiB records
@@ -141,6 +136,11 @@ func (l *writerLink) gatherParts(ws []railWrite, n, rail int) []railWrite {
 	return append(ws[:n], gw)
 }
 
+// post reserves ring space for a record and hands its writes to the
+// record's rail (rails.go): the header (and in write-twice mode a pad
+// header) from registered slots, the payload from the shared pool (or
+// from its staging slot, which is then busy until the write completed
+// locally), then commits. It returns false when there is no room.
 func (l *writerLink) post(f *flight) (bool, error) {
 	if l.w.InFlight() >= maxInFlight {
 		return false, nil
