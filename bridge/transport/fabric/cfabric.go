@@ -46,23 +46,6 @@ const (
 	fmtAddrStr    = C.FI_ADDR_STR
 )
 
-// maxGather is the most local parts one gathered write takes (writev).
-const maxGather = 4
-
-// gathered is one transmit slot's arrays for a gathered write, in C
-// memory until the write completes. Go writes the parts' addresses,
-// lengths and descriptors as integers (none is Go memory, and a pointer
-// store into C memory would have the garbage collector look at the old
-// value); rg_writev fills iov from them.
-type gathered struct {
-	iov  [maxGather]C.struct_iovec
-	base [maxGather]C.uintptr_t
-	lens [maxGather]C.size_t
-	desc [maxGather]uintptr
-}
-
-const gatherSize = int(unsafe.Sizeof(gathered{}))
-
 func fiStrerror(code int) string {
 	return C.GoString(C.fi_strerror(C.int(code)))
 }

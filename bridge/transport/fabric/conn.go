@@ -64,18 +64,6 @@ func (e *Endpoint) WriteImm(src []byte, local transport.Region, remote transport
 	return e.c.write(src, local, remote, off, imm, true)
 }
 
-var _ transport.GatherWriter = (*Endpoint)(nil)
-
-// MaxGather implements transport.GatherWriter.
-func (e *Endpoint) MaxGather() int { return e.p.gather() }
-
-// WriteImmGather implements transport.GatherWriter.
-func (e *Endpoint) WriteImmGather(srcs [][]byte, locals []transport.Region, remote transport.RemoteRegion, off uint64, imm uint64) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.c.writev(srcs, locals, remote, off, imm)
-}
-
 // Write implements transport.Endpoint.
 func (e *Endpoint) Write(src []byte, local transport.Region, remote transport.RemoteRegion, off uint64) error {
 	e.mu.Lock()

@@ -648,53 +648,6 @@ func (c *core) awaitFenced(deadline time.Time) error {
 	return nil
 }
 
-// writev posts srcs (srcs[k] inside locals[k]) as one write, with
-// immediate imm, of their concatenation into the peer's region at off
-// (Endpoint.WriteImmGather).
-func (c *core) writev(srcs [][]byte, locals []transport.Region, remote transport.RemoteRegion, off uint64, imm uint64) error {
-	n := len(srcs)
-	if n == 0 || n != len(locals) || n > c.p.gather() {
-		return fmt.Errorf("libfabric %s: a write gathering %d parts (%d regions), at most %d: %w", c.p.name, n, len(locals), c.p.gather(), transport.ErrNotSupported)
-	}
-	total := 0
-	for _, s := range srcs {
-		total += len(s)
-	}
-	if err := remote.CheckWrite(off, total); err != nil {
-		return fmt.Errorf("libfabric %s: %w", c.p.name, err)
-	}
-	if err := c.usable(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(c.p.opts.Timeout)
-	if err := c.awaitFenced(deadline); err != nil {
-		return err
-	}
-	i, err := c.slot(deadline, true)
-	if err != nil {
-		return err
-	}
-	g := (*gathered)(unsafe.Add(c.gatherMem, i*gatherSize))
-	for k, s := range srcs {
-		lr, ok := locals[k].(*Region)
-		if !ok || lr == nil || lr.p != c.p {
-			c.free = append(c.free, int32(i))
-			return fmt.Errorf("libfabric %s: part %d's region is not registered with this provider", c.p.name, k)
-		}
-		buf, desc, err := lr.span(s)
-		if err != nil {
-			c.free = append(c.free, int32(i))
-			return err
-		}
-		g.base[k], g.lens[k], g.desc[k] = C.uintptr_t(uintptr(buf)), C.size_t(len(s)), uintptr(desc)
-	}
-	addr := C.uint64_t(remote.Addr + off)
-	key := C.uint64_t(remote.Key)
-	return c.post(i, slotImm, c.peer, deadline, func(ctx unsafe.Pointer) C.ssize_t {
-		return C.rg_writev(c.ep, &g.iov[0], &g.base[0], &g.lens[0], (*unsafe.Pointer)(unsafe.Pointer(&g.desc[0])), C.size_t(n), C.uint64_t(imm), c.peer, addr, key, ctx)
-	})
-}
-
 // destroy closes the endpoint and its queues and frees its C memory.
 func (c *core) destroy() error {
 	if c.name != "" {
