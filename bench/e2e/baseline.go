@@ -100,7 +100,8 @@ const (
 var iceoryxService = iceoryx.ServiceName{Service: "rgaps_e2e", Instance: "baseline", Event: "payload"}
 
 // Requests and replies of the baseline's processes. A request is blReq:
-// Op "init" with blInit's fields, or "round" with blRound's.
+// Op "init" with blInit's fields, "round" with blRound's, or (a
+// subscriber, once every subscriber answered the round) "check".
 type (
 	blReq struct {
 		Op string `json:"op"`
@@ -287,10 +288,6 @@ func (s *Baseline) Round(size int64, n int) (r Round, err error) {
 			bad = append(bad, fmt.Errorf("subscriber %d got message %d of %d bytes, want %d of %d", i, sr.Hdr.Seq, sr.Hdr.Size, s.seq, size))
 			continue
 		}
-		if sr.Sum != want {
-			bad = append(bad, fmt.Errorf("subscriber %d: checksum of its device copy of message %d is %#x, want %#x (wrong bytes delivered)", i, s.seq, sr.Sum, want))
-			continue
-		}
 		if i == 0 {
 			r.Stages[StageUDS] = time.Duration(sr.Hdr.T2 - sr.Hdr.T1)
 			r.Stages[StageTCP] = time.Duration(sr.Hdr.T3 - sr.Hdr.T2)
@@ -298,6 +295,24 @@ func (s *Baseline) Round(size int64, n int) (r Round, err error) {
 		r.PerSub[i] = time.Duration(sr.T6 - pr.T0)
 		notify += time.Duration(sr.T5 - mf.T3)
 		h2d += time.Duration(sr.T6 - sr.T5)
+	}
+	if len(bad) > 0 {
+		return Round{}, errors.Join(bad...)
+	}
+	// Every subscriber holds its device copy: now each checks it.
+	for _, p := range s.subs {
+		if err := p.Send(blReq{Op: "check"}); err != nil {
+			return Round{}, err
+		}
+	}
+	for i, p := range s.subs {
+		var sr blSubReply
+		if err := p.Recv(&sr); err != nil {
+			return Round{}, s.withOthers(err)
+		}
+		if sr.Sum != want {
+			bad = append(bad, fmt.Errorf("subscriber %d: checksum of its device copy of message %d is %#x, want %#x (wrong bytes delivered)", i, s.seq, sr.Sum, want))
+		}
 	}
 	if len(bad) > 0 {
 		return Round{}, errors.Join(bad...)
@@ -657,10 +672,12 @@ func blSubscriberMain(args []string) error {
 		return err
 	}
 	var (
-		dev  device
-		sub  *iceoryx.Subscriber
-		buf  cuda.DevicePtr
-		size int64
+		dev     device
+		sub     *iceoryx.Subscriber
+		buf     cuda.DevicePtr
+		size    int64
+		checked = true // buf holds no round's copy left to check
+		round   blRound
 	)
 	defer func() {
 		if sub != nil {
@@ -704,15 +721,33 @@ func blSubscriberMain(args []string) error {
 				}
 				buf, size = p, req.Size
 			}
-			return blTake(dev, sub, buf, req.blRound)
+			rep := blTake(dev, sub, buf, req.blRound)
+			if r, ok := rep.(blSubReply); ok && r.Err == "" {
+				checked, round = false, req.blRound
+			}
+			return rep
+		case "check":
+			// Untimed: the checksum of the device copy, once every
+			// subscriber holds its own (see blTake).
+			if checked {
+				return blSubReply{Status: Fail(errors.New("check without a round's copy"))}
+			}
+			checked = true
+			sum, err := dev.Checksum(buf, round.Size)
+			if err != nil {
+				return blSubReply{Status: Fail(err)}
+			}
+			return blSubReply{Sum: sum}
 		}
 		return Fail(fmt.Errorf("unknown request %q", req.Op))
 	})
 }
 
-// blTake waits for the round's chunk, copies its payload to the device
-// buffer (its own pageable H2D copy, synchronised), then checksums the
-// device copy (untimed).
+// blTake waits for the round's chunk and copies its payload to the device
+// buffer (its own pageable H2D copy, synchronised). Its checksum waits for
+// "check", sent once every subscriber answered: a checksum kernel run at
+// once would keep this process's CPU (the CUDA driver spins while it waits)
+// while the round's other subscribers are still being woken.
 func blTake(dev device, sub *iceoryx.Subscriber, buf cuda.DevicePtr, r blRound) any {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -743,9 +778,6 @@ func blTake(dev device, sub *iceoryx.Subscriber, buf cuda.DevicePtr, r blRound) 
 		rep.T5, rep.T6 = t5, time.Now().UnixNano()
 		sub.Release(chunk)
 		if err != nil {
-			return Fail(err)
-		}
-		if rep.Sum, err = dev.Checksum(buf, r.Size); err != nil {
 			return Fail(err)
 		}
 		return rep

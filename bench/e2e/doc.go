@@ -20,6 +20,13 @@
 //     LowerBoundRails, the same with the fi_writedata stage in equal
 //     parts over that many endpoint pairs at once.
 //
+// Each subscriber answers a round once it holds its pointer (or its own
+// device copy) and checks the bytes (a checksum kernel, untimed) only
+// when asked, after every subscriber of the round answered: the CUDA
+// driver spins on the CPU while a process waits for a kernel, and a check
+// run at once delayed a subscriber of the same round woken onto that CPU
+// by hundreds of microseconds.
+//
 // Hosts A and B are two network namespaces joined by a veth pair
 // (Options.Netns) or one namespace over loopback; either way one machine
 // and one clock, so times stamped in different processes compare

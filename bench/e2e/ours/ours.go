@@ -62,6 +62,7 @@ type (
 		benche2e.Status
 		T0, T1 int64
 	}
+	// subReply answers "round" (Src, T2, Path) and "check" (Sum).
 	subReply struct {
 		benche2e.Status
 		Src  int64 // the message's source timestamp (A's publish, kept by the bridge)
@@ -241,8 +242,6 @@ func (s *System) Round(size int64, n int) (r benche2e.Round, err error) {
 			return r, err
 		}
 		switch {
-		case sr.Sum != want:
-			bad = append(bad, fmt.Errorf("subscriber %d: checksum %#x of message %d, want %#x (wrong bytes)", i, sr.Sum, s.seq, want))
 		case sr.Src < pr.T0 || sr.Src > pr.T1:
 			bad = append(bad, fmt.Errorf("subscriber %d: source timestamp %d is not the publisher's (%d…%d)", i, sr.Src, pr.T0, pr.T1))
 		case s.env.GPU && sr.Path != "gpu-pool":
@@ -252,6 +251,22 @@ func (s *System) Round(size int64, n int) (r benche2e.Round, err error) {
 		r.PerSub[i] = time.Duration(sr.T2 - pr.T0)
 		if first == 0 || sr.T2 < first {
 			first = sr.T2
+		}
+	}
+	// Every subscriber holds its sample: now each checks the bytes (none
+	// runs its checksum while another is still being woken).
+	for _, p := range s.subs {
+		if err := p.Send(req{Op: "check"}); err != nil {
+			return r, err
+		}
+	}
+	for i, p := range s.subs {
+		var sr subReply
+		if err := p.Recv(&sr); err != nil {
+			return r, err
+		}
+		if sr.Sum != want {
+			bad = append(bad, fmt.Errorf("subscriber %d: checksum %#x of message %d, want %#x (wrong bytes)", i, sr.Sum, s.seq, want))
 		}
 	}
 	if len(bad) > 0 {
@@ -343,6 +358,11 @@ func openChild(gpu bool) (*zerocopy.Domain, *cuda.Device, error) {
 	return d, dev, nil
 }
 
+// testCorrupt, set only by this package's tests (in the child processes
+// they start), damages each host message after its fill, so that the
+// subscribers' check must fail.
+var testCorrupt func(payload []byte)
+
 // pubMain is the publisher on A: per round it loans a block of A's pool
 // (on the GPU), fills it with the round's pattern (untimed), then times
 // the publish call.
@@ -397,6 +417,9 @@ func pubMain(args []string) error {
 				}
 			} else if l, err = pub.Loan(int(r.Size)); err == nil {
 				cuda.FillPatternHost(l.Bytes(), benche2e.SeedOf(r.Seq))
+				if testCorrupt != nil {
+					testCorrupt(l.Bytes())
+				}
 			}
 			if err != nil {
 				if l != nil {
@@ -412,9 +435,10 @@ func pubMain(args []string) error {
 	})
 }
 
-// subMain is a subscriber on B: per round it waits for the message, notes
-// when it holds the device pointer, then checks the bytes there (GPU
-// checksum kernel, untimed).
+// subMain is a subscriber on B: per round ("round") it waits for the
+// message and notes when it holds the device pointer; then ("check") it
+// checks the bytes there (GPU checksum kernel, untimed) and returns the
+// sample.
 func subMain(args []string) error {
 	ctl, err := benche2e.ChildControl()
 	if err != nil {
@@ -423,8 +447,12 @@ func subMain(args []string) error {
 	var d *zerocopy.Domain
 	var sub *zerocopy.Subscription
 	var dev *cuda.Device
+	var held *zerocopy.Sample // the round's sample, until "check"
 	path := ""
 	defer func() {
+		if held != nil {
+			held.Return()
+		}
 		if sub != nil {
 			sub.Close()
 		}
@@ -448,26 +476,32 @@ func subMain(args []string) error {
 			}
 			return subReply{}
 		case "round":
+			// Timed: the sample, then its device pointer. The checksum
+			// waits for "check", which comes once every subscriber
+			// answered: a checksum kernel run at once would keep this
+			// process's CPU (the CUDA driver spins while it waits for the
+			// kernel) while the other subscribers of the round are still
+			// being woken, and one woken onto that CPU would wait for it.
+			if held != nil { // a round that failed before its check
+				held.Return()
+				held = nil
+			}
 			smp, err := sub.TakeWait(5 * time.Minute)
 			if err != nil {
 				return subReply{Status: benche2e.Fail(err)}
 			}
-			defer smp.Return()
-			var sum uint64
 			var t2 int64
 			if dev != nil {
-				p, err := smp.DevicePtr()
+				_, err := smp.DevicePtr()
 				t2 = time.Now().UnixNano()
 				if err != nil {
-					return subReply{Status: benche2e.Fail(err)}
-				}
-				if sum, err = dev.Checksum(cuda.DevicePtr(p), uint64(smp.Size())); err != nil {
+					smp.Return()
 					return subReply{Status: benche2e.Fail(err)}
 				}
 			} else {
 				t2 = time.Now().UnixNano()
-				sum = cuda.ChecksumHost(smp.Bytes())
 			}
+			held = smp
 			if path == "" {
 				if eps, err := d.Endpoints(topic); err == nil {
 					for _, e := range eps {
@@ -477,9 +511,30 @@ func subMain(args []string) error {
 					}
 				}
 			}
+			// The source timestamp must be A's publish.
+			return subReply{Src: smp.Info().SourceTimestamp.UnixNano(), T2: t2, Path: path}
+		case "check":
 			// The round's pattern (its seed alternates) is checked by the
-			// checksum; the source timestamp must be A's publish.
-			return subReply{Src: smp.Info().SourceTimestamp.UnixNano(), T2: t2, Sum: sum, Path: path}
+			// checksum of the bytes the device pointer reaches.
+			if held == nil {
+				return subReply{Status: benche2e.Fail(errors.New("check without a round's sample"))}
+			}
+			smp := held
+			held = nil
+			defer smp.Return()
+			var sum uint64
+			if dev != nil {
+				p, err := smp.DevicePtr()
+				if err != nil {
+					return subReply{Status: benche2e.Fail(err)}
+				}
+				if sum, err = dev.Checksum(cuda.DevicePtr(p), uint64(smp.Size())); err != nil {
+					return subReply{Status: benche2e.Fail(err)}
+				}
+			} else {
+				sum = cuda.ChecksumHost(smp.Bytes())
+			}
+			return subReply{Sum: sum}
 		}
 		return subReply{Status: benche2e.Fail(fmt.Errorf("unknown op %q", r.Op))}
 	})

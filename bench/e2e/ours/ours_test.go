@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ func init() {
 		return rgapsd.Main(ctx, args, zerocopy.Config{Prefix: os.Getenv("RGAPS_SHM_PREFIX")}, os.Stderr)
 	}
 	testutil.Role(childRole, func([]string) error { return benche2e.ChildMain(os.Args[1:]) })
+	if os.Getenv("RGAPS_E2E_TEST_CORRUPT") == "1" {
+		testCorrupt = func(b []byte) { b[len(b)/2] ^= 0x40 }
+	}
 }
 
 func TestMain(m *testing.M) { testutil.Main(m) }
@@ -80,5 +84,36 @@ func TestOursHostFallback(t *testing.T) {
 				t.Errorf("cell %d/%d: no %q stage", size, n, StagePublish)
 			}
 		}
+	}
+}
+
+// A message damaged on host A fails the round: every subscriber's check
+// (run after all of them answered) compares its checksum.
+func TestOursCatchesDamage(t *testing.T) {
+	p, err := fabric.Open("shm", fabric.Options{})
+	if errors.Is(err, transport.ErrNotSupported) {
+		t.Skip("libfabric shm: ", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := benche2e.Run(context.Background(), benche2e.Options{
+		Sizes: []int64{64 << 10}, Ns: []int{2}, Rounds: 1, Warmup: 0, HostOnly: true, Wire: "shm",
+		Exe: exe, ChildArgs: []string{}, ChildEnv: []string{testutil.ChildEnv + "=" + childRole, "RGAPS_E2E_TEST_CORRUPT=1"},
+		Systems: []func() benche2e.System{benche2e.Ours}, PeerTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Systems) != 1 {
+		t.Fatalf("systems %+v", res.Systems)
+	}
+	if e := res.Systems[0].Err; !strings.Contains(e, "checksum") {
+		t.Fatalf("damaged messages: error %q, want a checksum error", e)
 	}
 }
