@@ -31,11 +31,12 @@ func init() {
 
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-// The rgaps system through the real harness on host memory: two rgapsd
-// processes bridged over libfabric shm, a publisher on A, N subscribers on
-// B; every round's bytes are checked by checksum and the source timestamp
-// must be the publisher's.
-func TestOursHostFallback(t *testing.T) {
+// runOurs runs the rgaps system alone through the real harness on host
+// memory (two rgapsd processes bridged over libfabric shm, a publisher on
+// A, N subscribers on B), its children with env added, and returns its
+// run. It skips where libfabric has no shm provider.
+func runOurs(t *testing.T, sizes []int64, ns []int, rounds, warmup int, env ...string) benche2e.SystemRun {
+	t.Helper()
 	p, err := fabric.Open("shm", fabric.Options{})
 	if errors.Is(err, transport.ErrNotSupported) {
 		t.Skip("libfabric shm: ", err)
@@ -48,10 +49,9 @@ func TestOursHostFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes := []int64{64 << 10, 3<<20 + 100}
 	res, err := benche2e.Run(context.Background(), benche2e.Options{
-		Sizes: sizes, Ns: []int{1, 3}, Rounds: 3, Warmup: 1, HostOnly: true, Wire: "shm",
-		Exe: exe, ChildArgs: []string{}, ChildEnv: []string{testutil.ChildEnv + "=" + childRole},
+		Sizes: sizes, Ns: ns, Rounds: rounds, Warmup: warmup, HostOnly: true, Wire: "shm",
+		Exe: exe, ChildArgs: []string{}, ChildEnv: append([]string{testutil.ChildEnv + "=" + childRole}, env...),
 		Systems: []func() benche2e.System{benche2e.Ours}, PeerTimeout: time.Minute,
 	})
 	if err != nil {
@@ -60,7 +60,15 @@ func TestOursHostFallback(t *testing.T) {
 	if len(res.Systems) != 1 || res.Systems[0].Name != "rgaps" {
 		t.Fatalf("systems %+v", res.Systems)
 	}
-	run := res.Systems[0]
+	return res.Systems[0]
+}
+
+// The rgaps system through the real harness on host memory: every round's
+// bytes are checked by checksum and the source timestamp must be the
+// publisher's.
+func TestOursHostFallback(t *testing.T) {
+	sizes := []int64{64 << 10, 3<<20 + 100}
+	run := runOurs(t, sizes, []int{1, 3}, 3, 1)
 	if run.Err != "" {
 		t.Fatal(run.Err)
 	}
@@ -90,30 +98,8 @@ func TestOursHostFallback(t *testing.T) {
 // A message damaged on host A fails the round: every subscriber's check
 // (run after all of them answered) compares its checksum.
 func TestOursCatchesDamage(t *testing.T) {
-	p, err := fabric.Open("shm", fabric.Options{})
-	if errors.Is(err, transport.ErrNotSupported) {
-		t.Skip("libfabric shm: ", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := benche2e.Run(context.Background(), benche2e.Options{
-		Sizes: []int64{64 << 10}, Ns: []int{2}, Rounds: 1, Warmup: 0, HostOnly: true, Wire: "shm",
-		Exe: exe, ChildArgs: []string{}, ChildEnv: []string{testutil.ChildEnv + "=" + childRole, "RGAPS_E2E_TEST_CORRUPT=1"},
-		Systems: []func() benche2e.System{benche2e.Ours}, PeerTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Systems) != 1 {
-		t.Fatalf("systems %+v", res.Systems)
-	}
-	if e := res.Systems[0].Err; !strings.Contains(e, "checksum") {
-		t.Fatalf("damaged messages: error %q, want a checksum error", e)
+	run := runOurs(t, []int64{64 << 10}, []int{2}, 1, 0, "RGAPS_E2E_TEST_CORRUPT=1")
+	if !strings.Contains(run.Err, "checksum") {
+		t.Fatalf("damaged messages: error %q, want a checksum error", run.Err)
 	}
 }
