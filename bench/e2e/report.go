@@ -80,7 +80,7 @@ func (r *Result) WriteMarkdown(w io.Writer, plots map[int64][]string) {
 	fmt.Fprintf(w, "- Wire between the hosts: libfabric `%s` for the lower bound (and ours); the baseline uses kernel TCP, as the thesis' did.\n", s.Wire)
 	fmt.Fprintf(w, "- Rounds per (size, N): %d warm-up, then timed: %s.\n", s.Warmup, roundsNote(s))
 	fmt.Fprintf(w, "- avg and p99 are over every subscriber of every timed round (the thesis averages over subscribers); \"slowest\" is, per round, the last subscriber to hold its pointer.\n")
-	fmt.Fprintf(w, "- Every subscriber checks the bytes it got (a checksum kernel on its device data), untimed, once every subscriber of the round answered: a check run at once would hold its process's CPU while others of the round are still being woken.\n")
+	fmt.Fprintf(w, "- Every subscriber checks the bytes it got (a checksum kernel on its device data; on host memory, a checksum on the CPU), untimed, once every subscriber of the round answered: a check run at once would hold its process's CPU while others of the round are still being woken.\n")
 	fmt.Fprintf(w, "- Baseline (thesis §3.3, §3.5, §3.6): publisher `cuMemcpyDtoH` into pageable memory → Unix socket → manager A → TCP → manager B, which receives into a loaned iceoryx 2.0 chunk and publishes it through RouDi → each subscriber its own pageable `cuMemcpyHtoD` into its own `cuMemAlloc` buffer, synchronised.\n")
 	fmt.Fprintf(w, "- Lower bound: bare `cuMemcpyDtoH` into pinned memory + bare `fi_writedata` of the same bytes A → B + bare `cuMemcpyHtoD` from pinned memory, each measured, summed (one device copy whatever N; serial, so a pipelined design may go below it for large messages).\n")
 	for _, miss := range r.Missing {
