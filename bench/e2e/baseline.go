@@ -676,8 +676,7 @@ func blSubscriberMain(args []string) error {
 		sub     *iceoryx.Subscriber
 		buf     cuda.DevicePtr
 		size    int64
-		checked = true // buf holds no round's copy left to check
-		round   blRound
+		toCheck int64 // bytes of the round's copy in buf still to check (0: none; sizes start at 64 B)
 	)
 	defer func() {
 		if sub != nil {
@@ -723,17 +722,17 @@ func blSubscriberMain(args []string) error {
 			}
 			rep := blTake(dev, sub, buf, req.blRound)
 			if r, ok := rep.(blSubReply); ok && r.Err == "" {
-				checked, round = false, req.blRound
+				toCheck = req.Size
 			}
 			return rep
 		case "check":
 			// Untimed: the checksum of the device copy, once every
 			// subscriber holds its own (see blTake).
-			if checked {
+			if toCheck == 0 {
 				return blSubReply{Status: Fail(errors.New("check without a round's copy"))}
 			}
-			checked = true
-			sum, err := dev.Checksum(buf, round.Size)
+			sum, err := dev.Checksum(buf, toCheck)
+			toCheck = 0
 			if err != nil {
 				return blSubReply{Status: Fail(err)}
 			}
