@@ -19,9 +19,10 @@
 // (zero-copy host delivery, the pool never registered with CUDA) and every
 // subscriber makes its own H2D copy into private device memory,
 // concurrently. The latency is until every subscriber holds a device
-// pointer to complete data; "consumption" adds each subscriber's checksum
-// kernel, whose value the parent checks against cuda.ChecksumHost of the
-// published bytes (a mismatch fails the run).
+// pointer to complete data. Then, outside the timed interval and only once
+// every subscriber of the message holds its pointer, each runs a checksum
+// kernel on it, whose value the parent checks against cuda.ChecksumHost of
+// the published bytes (a mismatch fails the run).
 //
 // Subscribers are separate processes, re-executions of a binary that runs
 // ChildMain (Options.Child). Messages are paced: the next goes out after
@@ -129,6 +130,12 @@ type Options struct {
 	// GPU in their synchronising calls (schedules: "auto", "spin",
 	// "yield", "blocking"); "" leaves the driver's default (auto).
 	SubSchedule string
+	// BusyPoll > 0 makes data path 3's subscribers spin in Wait for up to
+	// that long before they sleep in the kernel (zerocopy Config.BusyPoll),
+	// and messages go out without waiting for every subscriber to sleep;
+	// the futex floor, a floor of sleeping processes, is not run then. 0:
+	// subscribers sleep, and each message waits until all of them do.
+	BusyPoll time.Duration
 
 	fake bool // tests: the host-memory fake device; Pinned-Shared is skipped
 }
@@ -136,6 +143,9 @@ type Options struct {
 func (o Options) withDefaults() (Options, error) {
 	if _, ok := schedules[o.SubSchedule]; !ok && o.SubSchedule != "" {
 		return o, fmt.Errorf("subscriber schedule %q: want auto, spin, yield or blocking", o.SubSchedule)
+	}
+	if o.BusyPoll < 0 {
+		return o, fmt.Errorf("busy-poll %v is negative", o.BusyPoll)
 	}
 	if len(o.Sizes) == 0 {
 		o.Sizes = DefaultSizes
@@ -231,6 +241,8 @@ type Settings struct {
 	Fake      bool           `json:"fake_device,omitempty"`
 	// SubSchedule: Options.SubSchedule ("" is the driver's default).
 	SubSchedule string `json:"sub_schedule,omitempty"`
+	// BusyPoll: Options.BusyPoll, as the subscribers' engine reports it.
+	BusyPoll time.Duration `json:"busy_poll_ns,omitempty"`
 }
 
 // Setup is what the run paid once, outside every timed interval.
@@ -323,7 +335,11 @@ type DP3Cell struct {
 	Taken     [][]int64 `json:"taken_ns"`      // Take returned the sample
 	CopyStart [][]int64 `json:"copy_start_ns"` // Pageable-Iceoryx: its own H2D began
 	Ptr       [][]int64 `json:"ptr_ns"`        // holds a device pointer to complete data
-	Done      [][]int64 `json:"done_ns"`       // its checksum kernel finished
+	// CheckAt: when it began its checksum kernel (− t0), on the parent's
+	// "check", sent once every subscriber held its pointer; Check: how
+	// long the kernel took. Both outside the timed interval.
+	CheckAt [][]int64 `json:"check_at_ns"`
+	Check   [][]int64 `json:"check_ns"`
 
 	Stats DP3Stats `json:"stats"`
 }
@@ -341,8 +357,9 @@ type DP3Stats struct {
 	SubCopy Summary `json:"sub_copy"`
 	// Delivery: the latest subscriber's device pointer − t0.
 	Delivery Summary `json:"delivery"`
-	// Consumption: the latest subscriber's kernel end − t0.
-	Consumption Summary `json:"consumption"`
+	// Check: average over subscribers of their checksum kernel's run
+	// (DP3Cell.Check; untimed, after every subscriber held its pointer).
+	Check Summary `json:"check"`
 
 	// Where the delivery time goes, per message (see DP3Cell):
 	// Forms (the H2D copy on Pinned-Shared), Enqueue (Queued − Forms),
@@ -396,7 +413,7 @@ func (c *DP3Cell) summarize() {
 		st.SubCopy = summarize(avgOver(n, m, func(s, i int) int64 { return c.Ptr[s][i] - c.CopyStart[s][i] }))
 	}
 	st.Delivery = summarize(maxOver(c.Ptr))
-	st.Consumption = summarize(maxOver(c.Done))
+	st.Check = summarize(avgOver(n, m, func(s, i int) int64 { return c.Check[s][i] }))
 	if len(c.Forms) == m && len(c.Taken) == n {
 		st.Forms = summarize(c.Forms)
 		st.Enqueue = summarize(diffOf(c.Queued, c.Forms))

@@ -106,16 +106,23 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 				if c.Iters != iters || c.Warmup != warmup || len(c.Loan) != iters || len(c.Publish) != iters {
 					t.Errorf("cell %s %d N=%d: %d+%d messages, %d loans, %d publishes", path, size, n, c.Iters, c.Warmup, len(c.Loan), len(c.Publish))
 				}
-				if len(c.Wake) != n || len(c.Ptr) != n || len(c.Done) != n || (path == PathIceoryx) != (c.CopyStart != nil) {
-					t.Fatalf("cell %s %d N=%d: per-subscriber series for %d/%d/%d subscribers", path, size, n, len(c.Wake), len(c.Ptr), len(c.Done))
+				if len(c.Wake) != n || len(c.Ptr) != n || len(c.CheckAt) != n || len(c.Check) != n || (path == PathIceoryx) != (c.CopyStart != nil) {
+					t.Fatalf("cell %s %d N=%d: per-subscriber series for %d/%d/%d subscribers", path, size, n, len(c.Wake), len(c.Ptr), len(c.Check))
 				}
 				for s := range n {
 					for i := range iters {
-						w, p, d := c.Wake[s][i], c.Ptr[s][i], c.Done[s][i]
+						w, p, at := c.Wake[s][i], c.Ptr[s][i], c.CheckAt[s][i]
 						// Wall clocks of two processes: a subscriber's steps
 						// come in order, and after t0.
-						if w <= 0 || p < w || d < p {
-							t.Errorf("cell %s %d N=%d sub %d msg %d: wake %d, ptr %d, done %d", path, size, n, s, i, w, p, d)
+						if w <= 0 || p < w || c.Check[s][i] <= 0 {
+							t.Errorf("cell %s %d N=%d sub %d msg %d: wake %d, ptr %d, check took %d", path, size, n, s, i, w, p, c.Check[s][i])
+						}
+						// No check begins before every subscriber of the
+						// message holds its pointer.
+						for o := range n {
+							if at < c.Ptr[o][i] {
+								t.Errorf("cell %s %d N=%d msg %d: subscriber %d began its check at %d, before subscriber %d held its pointer (%d)", path, size, n, i, s, at, o, c.Ptr[o][i])
+							}
 						}
 						if path == PathIceoryx && (c.CopyStart[s][i] < w || c.CopyStart[s][i] > p) {
 							t.Errorf("cell %s %d N=%d sub %d msg %d: copy started at %d, outside [%d, %d]", path, size, n, s, i, c.CopyStart[s][i], w, p)
@@ -123,7 +130,7 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 					}
 				}
 				st := c.Stats
-				if st.Delivery.N != iters || st.Delivery.P50 > st.Delivery.P99 || st.Consumption.Min < st.Delivery.Min || st.Delivery.Min < st.Wake.Min {
+				if st.Delivery.N != iters || st.Delivery.P50 > st.Delivery.P99 || st.Check.N != iters || st.Delivery.Min < st.Wake.Min {
 					t.Errorf("cell %s %d N=%d: inconsistent stats %+v", path, size, n, st)
 				}
 				if (path == PathIceoryx) != (st.SubCopy.N == iters) {
@@ -167,7 +174,7 @@ func checkResult(t *testing.T, o Options, res *Result, paths []string) {
 	tables := benchtest.MarkdownTables(t, md.String())
 	wantTables := 3 + len(paths)
 	if slices.Contains(paths, PathShared) {
-		wantTables++ // Pinned-Shared's stage table
+		wantTables += 2 // Pinned-Shared's stage table and its futex floor
 	}
 	if len(tables) != wantTables {
 		t.Errorf("%d tables, want %d:\n%s", len(tables), wantTables, md.String())
@@ -218,6 +225,57 @@ func TestRunFakeDevice(t *testing.T) {
 	}
 	if testing.Verbose() {
 		t.Logf("progress:\n%s\nreport:\n%s", progress.String(), md.String())
+	}
+}
+
+// With -busy-poll the subscribers spin in Wait (their engine says so),
+// messages do not wait for them to sleep, no floor runs, and every byte is
+// still checked.
+func TestRunFakeDeviceBusyPoll(t *testing.T) {
+	o := tinyOptions(t)
+	o.fake = true
+	o.DataPaths = []int{3}
+	o.BusyPoll = 20 * time.Millisecond
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Settings.BusyPoll != o.BusyPoll || len(res.Floors) != 0 {
+		t.Fatalf("busy-poll %v reported, %d floor cells", res.Settings.BusyPoll, len(res.Floors))
+	}
+	iters, warmup := ItersFor(o.Sizes[0], o.Iters, o.Warmup)
+	want := 0
+	for _, n := range o.Subs {
+		want += n * (iters + warmup)
+	}
+	if res.Checks.DP3Kernels != want {
+		t.Errorf("%d checksums compared, want %d", res.Checks.DP3Kernels, want)
+	}
+	var md bytes.Buffer
+	res.WriteMarkdown(&md)
+	if !strings.Contains(md.String(), "busy-poll: each Wait spins up to 20ms") {
+		t.Errorf("the report does not say the subscribers busy-poll:\n%s", md.String())
+	}
+}
+
+// Data path 3's check still fails a run whose subscribers see wrong bytes,
+// now that it runs after every subscriber answered.
+func TestRunCatchesDamage(t *testing.T) {
+	o := tinyOptions(t)
+	o.fake = true
+	o.DataPaths = []int{3}
+	child := o.Child
+	o.Child = func() *exec.Cmd { // the subscribers only: the parent's reference stays right
+		cmd := child()
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, damageEnv+"=1")
+		return cmd
+	}
+	_, err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "checksum kernel on its device pointer gave") {
+		t.Fatalf("run with damaged data: %v", err)
 	}
 }
 

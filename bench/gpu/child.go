@@ -76,6 +76,9 @@ func (c *child) init(req request) error {
 	dom := req.Domain
 	cfg := engineConfig(req.Prefix, req.PoolSize, req.Device)
 	cfg.StagingSize = req.StagingSize
+	if req.BusyPoll > 0 {
+		cfg.BusyPoll = req.BusyPoll
+	}
 	rc, err := rgaps.NewContext(rgaps.Options{Domain: &dom, Engine: cfg})
 	if err != nil {
 		return c.answer(err)
@@ -122,7 +125,7 @@ func (c *child) init(req request) error {
 	if err != nil {
 		return c.answer(err)
 	}
-	return benchutil.WriteFrame(c.ctl, reply{Pid: os.Getpid(), InitNs: int64(time.Since(t))})
+	return benchutil.WriteFrame(c.ctl, reply{Pid: os.Getpid(), InitNs: int64(time.Since(t)), BusyPoll: max(rc.Engine().Config().BusyPoll, 0)})
 }
 
 // waitSample blocks in Subscription.Wait until a sample is queued, notes
@@ -223,9 +226,13 @@ func (c *child) dp1(req request) error {
 
 // dp3: per message, wake, take, get a device pointer to the complete data
 // (Pinned-Shared: DevicePtr into the shared GPU pool; Pageable-Iceoryx: its
-// own H2D copy of Bytes into private device memory, synchronised), run the
-// checksum kernel on it, return the sample, acknowledge with the times and
-// the checksum.
+// own H2D copy of Bytes into private device memory, synchronised) and
+// acknowledge with the times. Then, once the parent asks ("check", after
+// every subscriber of the message answered), run the checksum kernel on
+// it, return the sample and acknowledge with the checksum. Checking at
+// once would let the first subscribers' kernels delay the later ones'
+// wake-ups: the driver's default schedule spins on a CPU while a process
+// waits for its kernel.
 func (c *child) dp3(req request) error {
 	if c.node == nil {
 		return c.answer(errors.New("not initialised"))
@@ -293,10 +300,14 @@ func (c *child) dp3(req request) error {
 			}
 		}
 		a.Ptr = time.Now().UnixNano()
-		if err == nil {
-			a.Sum, err = c.dev.Checksum(p, size)
-			a.Done = time.Now().UnixNano()
+		if err != nil {
+			smp.Return()
+			return c.failCell(i, err)
 		}
+		if err := benchutil.WriteFrame(c.ctl, a); err != nil {
+			return err
+		}
+		sum, at, took, err := c.checkWhenAsked(p, size)
 		if err != nil {
 			smp.Return()
 			return c.failCell(i, err)
@@ -304,7 +315,7 @@ func (c *child) dp3(req request) error {
 		if err := smp.Return(); err != nil {
 			return c.failCell(i, err)
 		}
-		if err := benchutil.WriteFrame(c.ctl, a); err != nil {
+		if err := benchutil.WriteFrame(c.ctl, ack{Sum: sum, CheckAt: at, Check: took}); err != nil {
 			return err
 		}
 	}
@@ -319,4 +330,20 @@ func (c *child) dp3(req request) error {
 		}
 	}
 	return benchutil.WriteFrame(c.ctl, reply{})
+}
+
+// checkWhenAsked waits for the parent's "check" and runs the checksum
+// kernel on p; it returns the sum, when it began (UnixNano) and how long
+// the kernel took.
+func (c *child) checkWhenAsked(p cuda.DevicePtr, size uint64) (sum uint64, at, took int64, err error) {
+	var q request
+	if err := benchutil.ReadFrame(c.ctl, &q, maxFrame); err != nil {
+		return 0, 0, 0, fmt.Errorf("waiting for the check: %w", err)
+	}
+	if q.Op != "check" {
+		return 0, 0, 0, fmt.Errorf("got %q while waiting for the check", q.Op)
+	}
+	t := time.Now()
+	sum, err = c.dev.Checksum(p, size)
+	return sum, t.UnixNano(), int64(time.Since(t)), err
 }

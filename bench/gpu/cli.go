@@ -41,6 +41,7 @@ func ParseArgs(args []string, stderr io.Writer) (Config, error) {
 	device := fs.Int("device", 0, "CUDA device (0: RGAPS_GPU_DEVICE, or 0)")
 	pool := fs.String("pool", "", "pool size of every benchmark topic (default: 2.5 × the largest message, at least 64 MiB)")
 	schedule := fs.String("sub-schedule", "", "how subscriber processes wait for the GPU in synchronising calls (their CUDA context's CU_CTX_SCHED_*): auto, spin, yield or blocking (default: the driver's, auto)")
+	busyPoll := fs.Duration("busy-poll", 0, "data path 3's subscribers spin in Wait up to this long before sleeping in the kernel, and messages go out without waiting for them to sleep (0: they sleep, and every message waits until all do)")
 	fs.StringVar(&c.JSON, "json", "", "also write the raw results (every sample) to this file")
 	fs.StringVar(&c.OutDir, "out", "", "also write the Markdown report to DIR/"+MarkdownFile)
 	fs.BoolVar(&c.Quiet, "q", false, "no progress lines on stderr")
@@ -63,7 +64,7 @@ flags:`)
 		fs.Usage()
 		return c, fmt.Errorf("%w: unexpected arguments %q", zerocopy.ErrInvalid, fs.Args())
 	}
-	o := Options{Iters: *iters, Warmup: *warmup, Device: *device, SubSchedule: *schedule}
+	o := Options{Iters: *iters, Warmup: *warmup, Device: *device, SubSchedule: *schedule, BusyPoll: *busyPoll}
 	var err error
 	if o.Sizes, err = benchutil.ParseSizes(*sizes); err != nil {
 		return c, fmt.Errorf("%w: -sizes: %v", zerocopy.ErrInvalid, err)

@@ -2,6 +2,7 @@ package benchgpu
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
@@ -16,11 +17,20 @@ type fakeDevice struct {
 	mu   sync.Mutex
 	mem  map[cuda.DevicePtr][]byte
 	next cuda.DevicePtr
+	// damage: the subscriber's data is wrong by one bit (its checksum is
+	// what the check sees), from damageEnv in the subscriber's environment.
+	damage bool
 }
+
+// damageEnv, set to 1 in a subscriber's environment, makes its fake
+// device see damaged data (TestRunCatchesDamage).
+const damageEnv = "RGAPS_BENCH_GPU_TEST_DAMAGE"
 
 const fakeSpan = 1 << 40 // each allocation gets its own span of addresses
 
-func newFakeDevice() device { return &fakeDevice{mem: map[cuda.DevicePtr][]byte{}} }
+func newFakeDevice() device {
+	return &fakeDevice{mem: map[cuda.DevicePtr][]byte{}, damage: os.Getenv(damageEnv) == "1"}
+}
 
 func (f *fakeDevice) Alloc(n uint64) (cuda.DevicePtr, error) {
 	f.mu.Lock()
@@ -83,7 +93,11 @@ func (f *fakeDevice) Checksum(p cuda.DevicePtr, n uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return cuda.ChecksumHost(b), nil
+	sum := cuda.ChecksumHost(b)
+	if f.damage {
+		sum ^= 1
+	}
+	return sum, nil
 }
 
 func (f *fakeDevice) HostRegister(b []byte, _ cuda.HostRegisterFlags) error {

@@ -169,13 +169,14 @@ func (h *harness) spawnAll() error {
 	kids := h.procs.Kids()
 	for _, k := range kids {
 		req := request{Op: "init", Prefix: h.o.Prefix, Domain: h.o.Domain, PoolSize: h.o.PoolSize,
-			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake, Schedule: h.o.SubSchedule, Floor: floorName}
+			StagingSize: h.o.PoolSize, Device: h.o.Device, Index: k.I, Fake: h.o.fake, Schedule: h.o.SubSchedule, Floor: floorName, BusyPoll: h.o.BusyPoll}
 		if err := h.procs.Send(k, req); err != nil {
 			return err
 		}
 	}
 	err := benchutil.Collect(h.procs, kids, func(_ int, _ *benchutil.Kid, rep *reply) error {
 		h.res.Setup.ChildInitMax = max(h.res.Setup.ChildInitMax, rep.InitNs)
+		h.res.Settings.BusyPoll = max(h.res.Settings.BusyPoll, rep.BusyPoll)
 		return nil
 	})
 	if err != nil {
@@ -339,6 +340,9 @@ func (h *harness) size(size int) (err error) {
 			if pause == 0 { // Pinned-Shared's, where it runs
 				pause = time.Duration(c.Stats.Idle.P50)
 			}
+		}
+		if h.o.BusyPoll > 0 {
+			continue // the floor is of sleeping processes (Options.BusyPoll)
 		}
 		h.progress("data path 3, %s N=%d: the futex floor after a pause of %v", benchutil.FormatSize(size), n, pause.Round(time.Microsecond))
 		f, err := h.floorCell(size, n, iters, warmup, pause)
@@ -508,7 +512,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		return r
 	}
-	c.Wake, c.Taken, c.Ptr, c.Done = rows(), rows(), rows(), rows()
+	c.Wake, c.Taken, c.Ptr, c.CheckAt, c.Check = rows(), rows(), rows(), rows(), rows()
 	c.Idle = make([]int64, iters)
 	acked := time.Now()
 	ptopic := pub.Topic()
@@ -530,7 +534,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		b := loan.Bytes()
 		parallelCopy(b, pats[p])
-		if !settle(h.ctx, n, ptopic.Waiting) {
+		if h.o.BusyPoll == 0 && !settle(h.ctx, n, ptopic.Waiting) {
 			c.Unsettled++ // counted in the report
 		}
 		t0 := time.Now().UnixNano()
@@ -541,6 +545,23 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 		}
 		pubNs := time.Now().UnixNano() - t0
 		want := stampedChecksum(sums[p], pats[p], words)
+		// Every subscriber's times first, then their checks (dp3 in
+		// child.go says why).
+		for s, k := range kids {
+			a, err := h.readAck(k, i)
+			if err != nil {
+				return c, err
+			}
+			if j >= 0 {
+				c.Wake[s][j], c.Taken[s][j], c.Ptr[s][j] = a.Wake-t0, a.Taken-t0, a.Ptr-t0
+				if c.CopyStart != nil {
+					c.CopyStart[s][j] = a.CopyStart - t0
+				}
+			}
+		}
+		if err := h.procs.SendAll(kids, request{Op: "check"}); err != nil {
+			return c, err
+		}
 		for s, k := range kids {
 			a, err := h.readAck(k, i)
 			if err != nil {
@@ -550,10 +571,7 @@ func (h *harness) dp3(path string, size, n, iters, warmup int, pats [2][]byte, s
 				return c, fmt.Errorf("subscriber %d, message %d: checksum kernel on its device pointer gave %#x, cuda.ChecksumHost of the published bytes is %#x", k.I, i, a.Sum, want)
 			}
 			if j >= 0 {
-				c.Wake[s][j], c.Taken[s][j], c.Ptr[s][j], c.Done[s][j] = a.Wake-t0, a.Taken-t0, a.Ptr-t0, a.Done-t0
-				if c.CopyStart != nil {
-					c.CopyStart[s][j] = a.CopyStart - t0
-				}
+				c.CheckAt[s][j], c.Check[s][j] = a.CheckAt-t0, a.Check
 			}
 		}
 		if j >= 0 {

@@ -19,7 +19,7 @@ const (
 
 // request is what the parent asks a child.
 type request struct {
-	Op string `json:"op"` // "init", "dp1", "dp3", "floor"
+	Op string `json:"op"` // "init", "dp1", "dp3", "floor"; within a dp3 cell, "check"
 
 	// init
 	Prefix      string `json:"prefix,omitempty"`
@@ -31,6 +31,8 @@ type request struct {
 	Fake        bool   `json:"fake,omitempty"`     // tests: the host-memory fake device
 	Schedule    string `json:"schedule,omitempty"` // Options.SubSchedule
 	Floor       string `json:"floor,omitempty"`    // the futex floor's segment (benchutil.Floor)
+	// BusyPoll: Options.BusyPoll (data path 3's subscribers).
+	BusyPoll time.Duration `json:"busy_poll,omitempty"`
 
 	// dp1, dp3
 	Path  string `json:"path,omitempty"` // dp3: PathShared or PathIceoryx
@@ -49,6 +51,8 @@ type reply struct {
 	// init
 	Pid    int   `json:"pid,omitempty"`
 	InitNs int64 `json:"init_ns,omitempty"` // CUDA context + built-in kernels
+	// BusyPoll: the engine's Config.BusyPoll in the child.
+	BusyPoll time.Duration `json:"busy_poll,omitempty"`
 }
 
 func (r reply) Failure() string { return r.Err }
@@ -59,10 +63,15 @@ type ack struct {
 	Bad string `json:"bad,omitempty"` // dp1: the first wrong byte seen
 
 	// dp3: wall-clock UnixNano of the subscriber's steps
-	Wake      int64  `json:"wake,omitempty"`       // Wait returned
-	Taken     int64  `json:"taken,omitempty"`      // Take returned the sample
-	CopyStart int64  `json:"copy_start,omitempty"` // Pageable-Iceoryx: before its own H2D copy
-	Ptr       int64  `json:"ptr,omitempty"`        // holds a device pointer to complete data
-	Done      int64  `json:"done,omitempty"`       // its checksum kernel finished
-	Sum       uint64 `json:"sum,omitempty"`        // what the kernel computed
+	Wake      int64 `json:"wake,omitempty"`       // Wait returned
+	Taken     int64 `json:"taken,omitempty"`      // Take returned the sample
+	CopyStart int64 `json:"copy_start,omitempty"` // Pageable-Iceoryx: before its own H2D copy
+	Ptr       int64 `json:"ptr,omitempty"`        // holds a device pointer to complete data
+
+	// dp3, the second acknowledgement of a message (after "check"): what
+	// the checksum kernel computed, when the check began (UnixNano) and
+	// how long the kernel took (ns).
+	Sum     uint64 `json:"sum,omitempty"`
+	CheckAt int64  `json:"check_at,omitempty"`
+	Check   int64  `json:"check,omitempty"`
 }

@@ -149,6 +149,9 @@ func (r *Result) writeHeader(w io.Writer) {
 	if s.SubSchedule != "" {
 		fmt.Fprintf(w, "- Subscriber processes wait for the GPU with CUDA schedule %q (-sub-schedule; their kernels' synchronisation)\n", s.SubSchedule)
 	}
+	if s.BusyPoll > 0 {
+		fmt.Fprintf(w, "- Data path 3's subscribers busy-poll: each Wait spins up to %v before it sleeps in the kernel (-busy-poll; one CPU per subscriber while it spins), and messages go out without waiting for them to sleep; no futex floor (a floor of sleeping processes)\n", s.BusyPoll)
+	}
 	su := r.Setup
 	fmt.Fprintf(w, "- Paid once before any timed message (not in any table): registering data path 1's pool with CUDA %s ms; creating the GPU topic's publisher (maps the GPU pool, daemon start included, and registers the host staging pool) %s ms; %d subscriber processes' CUDA context + kernel load: up to %s ms\n",
 		ms(su.RegisterPool), ms(su.GPUTopic), su.Children, ms(su.ChildInitMax))
@@ -226,13 +229,13 @@ func (r *Result) DP1Tables(w io.Writer) {
 func (r *Result) DP3Tables(w io.Writer) {
 	fmt.Fprintln(w, "## Data path 3: host memory → GPU of N subscriber processes (thesis Tables 4.4, 4.5)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Delivery: from the start of Publish until every subscriber holds a device pointer to complete data (per message the latest subscriber). Consumption: until every subscriber's checksum kernel on it finished.")
+	fmt.Fprintln(w, "Delivery: from the start of Publish until every subscriber holds a device pointer to complete data (per message the latest subscriber). Check: a subscriber's checksum kernel on that data, run once every subscriber of the message held its pointer (untimed; average over subscribers).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "### Pinned-Shared (rgaps): GPU topic; Publish makes one H2D copy into the shared GPU pool; subscribers take device pointers")
 	fmt.Fprintln(w)
 	t := benchutil.Table{
 		Head: []string{"size", "N", "msgs", "T1 Loan p50", "T2 Publish incl. H2D (avg / p99)", "T2 GB/s (avg)", "T3 notify (avg / p99)",
-			"delivery (avg / p99)", "delivery p50", "consumption (avg / p99)", "thesis T2 / T3 → total (Table 4.4)"},
+			"delivery (avg / p99)", "delivery p50", "check kernel (avg / p99)", "thesis T2 / T3 → total (Table 4.4)"},
 		Align: "lrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
@@ -248,7 +251,7 @@ func (r *Result) DP3Tables(w io.Writer) {
 			}
 			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
 				benchutil.US(st.Loan.P50), avgp99(st.Publish), gbps(size, st.Publish.Avg), avgp99(st.Notify),
-				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Consumption), th})
+				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Check), th})
 		}
 	}
 	if len(t.Rows) > 0 {
@@ -264,7 +267,7 @@ func (r *Result) DP3Tables(w io.Writer) {
 	fmt.Fprintln(w)
 	t = benchutil.Table{
 		Head: []string{"size", "N", "msgs", "T1 Publish + wake (avg / p99)", "T2 own H2D (avg / p99)", "T2 GB/s (avg)",
-			"delivery (avg / p99)", "delivery p50", "consumption (avg / p99)", "thesis T1 / T2 → total (Table 4.5)", "baseline / rgaps delivery (avg)"},
+			"delivery (avg / p99)", "delivery p50", "check kernel (avg / p99)", "thesis T1 / T2 → total (Table 4.5)", "baseline / rgaps delivery (avg)"},
 		Align: "lrrrrrrrrrr",
 	}
 	for _, size := range r.Settings.Sizes {
@@ -285,7 +288,7 @@ func (r *Result) DP3Tables(w io.Writer) {
 			}
 			t.Rows = append(t.Rows, []string{benchutil.FormatSize(size), strconv.Itoa(n), msgs(c.Iters, c.Warmup),
 				avgp99(st.Wake), avgp99(st.SubCopy), gbps(size, st.SubCopy.Avg),
-				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Consumption), th, vs})
+				avgp99(st.Delivery), benchutil.US(st.Delivery.P50), avgp99(st.Check), th, vs})
 		}
 	}
 	if len(t.Rows) > 0 {
@@ -320,7 +323,12 @@ func (r *Result) stagesTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, "### Pinned-Shared: where the delivery time goes (µs from the start of Publish; zerocopy.PublishTrace and each subscriber's clock)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Each message is published once every subscriber sleeps in Wait (Topic.Waiting). The H2D copy is the part of Publish before the sample is queued: the device block allocated under the topic lock, cuMemcpyHtoDAsync from the staging pool and the wait for its event. Queue: the lock taken again, the sample put in every subscriber's ring, the lock released. Wake call: the FUTEX_WAKE that wakes every sleeping subscriber. Awake: when a subscriber's Wait returned. Take: Wait returned → Take returned (no topic lock: the subscription's own ring). DevicePtr: Take → Sample.DevicePtr. Delivery − H2D copy is everything after the copy: the part that grows with N.")
+	if r.Settings.BusyPoll > 0 {
+		fmt.Fprintf(w, "Subscribers busy-poll (up to %v per Wait), so a message finds them spinning, not asleep. ", r.Settings.BusyPoll)
+	} else {
+		fmt.Fprint(w, "Each message is published once every subscriber sleeps in Wait (Topic.Waiting). ")
+	}
+	fmt.Fprintln(w, "The H2D copy is the part of Publish before the sample is queued: the device block allocated under the topic lock, cuMemcpyHtoDAsync from the staging pool and the wait for its event. Queue: the lock taken again, the sample put in every subscriber's ring, the lock released. Wake call: the FUTEX_WAKE that wakes every sleeping subscriber. Awake: when a subscriber's Wait returned. Take: Wait returned → Take returned (no topic lock: the subscription's own ring). DevicePtr: Take → Sample.DevicePtr. Delivery − H2D copy is everything after the copy: the part that grows with N.")
 	fmt.Fprintln(w)
 	writeTable(w, &t)
 	r.floorTable(w)
@@ -358,6 +366,9 @@ func (r *Result) Goals() []Goal {
 
 	// Data path 3: flat in N.
 	g = Goal{Name: fmt.Sprintf("Data path 3: Pinned-Shared delivery flat in N, avg(N=8) / avg(N=1) ≤ %.2f", GoalFlatN), Status: "not measured"}
+	if bp := r.Settings.BusyPoll; bp > 0 {
+		g.Name += fmt.Sprintf(" (subscribers busy-polling up to %v)", bp)
+	}
 	subs := r.Settings.Subs
 	if len(subs) > 0 {
 		lo, hi := slices.Min(subs), slices.Max(subs)
@@ -473,5 +484,5 @@ const methodNotes = `## Method
 - Data path 3: the message starts in host memory of the publishing process (the subscribe manager's buffer after an RDMA receive): a host Loan (T1, timed separately), filled by the CPU (untimed). The publisher then waits (untimed) until every subscriber sleeps in Subscription.Wait (Topic.Waiting: the subscriber waits blocked on the topic). t0 = the publisher's wall clock just before Publish, written into the message's first 8 bytes; Publish is Loan.PublishTraced, which records when its stages ended (the stage table). Subscribers note the wall clock when Wait returns ("wake"), when Take returns and when they hold the device pointer; t0 and the subscribers' clocks are the same CLOCK_REALTIME on one host.
   - Pinned-Shared: a GPU topic (publisher and subscribers created with rgaps.OnGPU()). T2 = the Publish call: the engine sees GPU readers, allocates a block in the topic's shared GPU pool, copies the host block into it (cuMemcpyHtoDAsync from the registered staging pool on the engine's own copy stream, then cuEventSynchronize of that copy's event), enqueues and wakes. T3 = wake − Publish's return, averaged over subscribers (negative when a subscriber woke before Publish returned). A subscriber holds its pointer after Take and Sample.DevicePtr() (no copy).
   - Pageable-Iceoryx: a host topic whose pool no process registers with CUDA: zero-copy host delivery, then each subscriber copies Sample.Bytes() with cuMemcpyHtoD into its own cuMemAlloc'd buffer and synchronises, all subscribers at once. T1 = wake − t0 (Publish + notification), T2 = its own copy, both averaged over subscribers.
-  - Consumption: each subscriber runs the checksum kernel on its pointer as soon as it has it; the value is checked against the host reference.
+  - Check: once every subscriber of a message has acknowledged holding its pointer, the parent asks each to run the checksum kernel on it; the value is checked against the host reference. (Until 2026-11-29 each subscriber ran it as soon as it held its pointer: with the driver's default schedule a process spins on a CPU while it waits for its kernel, and the first subscribers' checks delayed the later ones' wake-ups; those reports have a "consumption" column, the latest kernel end − t0.)
 - Pacing: one message at a time; the next leaves after every subscriber acknowledged the last (the acknowledgements are not timed). Every cell starts with warm-up messages (at least one). Subscriber processes open their CUDA context and load the kernels at start-up, before any cell; pool mappings and driver staging buffers are made in the warm-up.`

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rmw-rgaps/rmw_rgaps/bench/util/benchtest"
 	"github.com/rmw-rgaps/rmw_rgaps/internal/cuda"
@@ -57,13 +58,13 @@ func TestParseArgs(t *testing.T) {
 	}
 
 	c, err = ParseArgs([]string{"-sizes", "1M, 8MiB,2G", "-subs", "1,3", "-iters", "7", "-warmup", "0", "-dp", "3",
-		"-domain", "5", "-device", "1", "-pool", "6GiB", "-json", "r.json", "-out", "dir", "-q", "-sub-schedule", "blocking"}, &stderr)
+		"-domain", "5", "-device", "1", "-pool", "6GiB", "-json", "r.json", "-out", "dir", "-q", "-sub-schedule", "blocking", "-busy-poll", "2ms"}, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o = c.Options
 	if !slices.Equal(o.Sizes, []int{1 << 20, 8 << 20, 2 << 30}) || !slices.Equal(o.Subs, []int{1, 3}) || !slices.Equal(o.DataPaths, []int{3}) ||
-		o.Iters != 7 || o.Warmup != -1 || o.Domain != 5 || o.Device != 1 || o.PoolSize != 6<<30 || c.JSON != "r.json" || c.OutDir != "dir" || !c.Quiet || o.SubSchedule != "blocking" {
+		o.Iters != 7 || o.Warmup != -1 || o.Domain != 5 || o.Device != 1 || o.PoolSize != 6<<30 || c.JSON != "r.json" || c.OutDir != "dir" || !c.Quiet || o.SubSchedule != "blocking" || o.BusyPoll != 2*time.Millisecond {
 		t.Errorf("parsed: %+v", c)
 	}
 	if d, _ := o.withDefaults(); d.Warmup != 0 {
@@ -73,7 +74,7 @@ func TestParseArgs(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-sizes", "1K"}, {"-sizes", "5G"}, {"-sizes", "x"}, {"-sizes", ""},
 		{"-subs", "0"}, {"-subs", "1,99"}, {"-dp", "2"}, {"-iters", "0"}, {"-warmup", "-1"},
-		{"-device", "-1"}, {"-pool", "lots"}, {"-pool", "1M"}, {"extra"}, {"-nope"}, {"-sub-schedule", "eager"},
+		{"-device", "-1"}, {"-pool", "lots"}, {"-pool", "1M"}, {"extra"}, {"-nope"}, {"-sub-schedule", "eager"}, {"-busy-poll", "-1ms"},
 	} {
 		if _, err := ParseArgs(bad, &stderr); err == nil {
 			t.Errorf("ParseArgs(%q) accepted", bad)
@@ -188,16 +189,16 @@ func TestStats(t *testing.T) {
 	}
 	c := DP3Cell{Path: PathIceoryx, Publish: []int64{10, 10},
 		Wake: [][]int64{{20, 30}, {40, 50}}, CopyStart: [][]int64{{25, 35}, {45, 55}},
-		Ptr: [][]int64{{100, 200}, {300, 100}}, Done: [][]int64{{110, 210}, {310, 120}}}
+		Ptr: [][]int64{{100, 200}, {300, 100}}, Check: [][]int64{{10, 10}, {30, 20}}}
 	c.summarize()
 	st := c.Stats
-	if st.Delivery.Avg != 250 || st.Delivery.Max != 300 || st.Consumption.Max != 310 || st.Wake.Avg != 35 || st.Notify.Avg != 25 || st.SubCopy.Min != 105 {
+	if st.Delivery.Avg != 250 || st.Delivery.Max != 300 || st.Check.Avg != 17 || st.Check.Max != 20 || st.Wake.Avg != 35 || st.Notify.Avg != 25 || st.SubCopy.Min != 105 {
 		t.Errorf("cell stats %+v", st)
 	}
 	// The stages of a traced publish and the subscribers' steps.
 	c = DP3Cell{Path: PathShared, Publish: []int64{10, 10}, Forms: []int64{5, 6}, Queued: []int64{7, 8}, Woken: []int64{9, 10},
 		Wake: [][]int64{{20, 30}, {40, 50}}, Taken: [][]int64{{22, 33}, {41, 55}},
-		Ptr: [][]int64{{25, 35}, {45, 60}}, Done: [][]int64{{30, 40}, {50, 70}}}
+		Ptr: [][]int64{{25, 35}, {45, 60}}, Check: [][]int64{{5, 5}, {5, 10}}}
 	c.summarize()
 	st = c.Stats
 	for _, x := range []struct {
@@ -259,7 +260,7 @@ func fakeResult() *Result {
 			del := (h2d + 9_000) * flat / 1000
 			c := DP3Cell{Path: PathShared, Size: size, Subs: n, Iters: it, Warmup: w, Forms: make([]int64, it)}
 			c.Stats = DP3Stats{Loan: sm(800, 2_000), Publish: sm(h2d+3_000, h2d*11/10+3_000), Wake: sm(h2d+6_000, h2d*11/10+12_000),
-				Notify: sm(4_000+int64(n)*500, 12_000), Delivery: sm(del, del*11/10), Consumption: sm(del+int64(n)*30_000, (del+int64(n)*30_000)*12/10),
+				Notify: sm(4_000+int64(n)*500, 12_000), Delivery: sm(del, del*11/10), Check: sm(30_000, 36_000),
 				Forms: sm(h2d, h2d*11/10), Enqueue: sm(1_000, 3_000), WakeCall: sm(1_000*int64(n), 3_000*int64(n)), WakeFirst: sm(h2d+5_000, h2d+9_000),
 				WakeLast: sm(h2d+5_000+int64(n)*900, h2d+12_000), TakeAvg: sm(700, 2_000), TakeMax: sm(900, 3_000), PtrAvg: sm(400, 900), AfterCopy: sm(del-h2d, del-h2d+5_000),
 				Idle: sm(300_000, 400_000), Woke: sm(5_000+int64(n)*900, 12_000)}
@@ -269,7 +270,7 @@ func fakeResult() *Result {
 			own := bw * 5 * int64(10+(n-1)*3) / 10 // pageable ≈ 10 GB/s alone, contended beyond
 			b := DP3Cell{Path: PathIceoryx, Size: size, Subs: n, Iters: it, Warmup: w}
 			b.Stats = DP3Stats{Loan: sm(800, 2_000), Publish: sm(2_500, 6_000), Wake: sm(6_000, 14_000), Notify: sm(3_500, 9_000),
-				SubCopy: sm(own, own*12/10), Delivery: sm(own+own/20, own*13/10), Consumption: sm(own+own/10, own*14/10)}
+				SubCopy: sm(own, own*12/10), Delivery: sm(own+own/20, own*13/10), Check: sm(30_000, 36_000)}
 			r.DP3 = append(r.DP3, b)
 		}
 	}
