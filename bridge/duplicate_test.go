@@ -79,12 +79,8 @@ func TestTwoLiveDaemonsOneHostID(t *testing.T) {
 		inst, live, _ := peerState(c, "host-twin")
 		return inst == older.instance && live != nil
 	})
-	pub, err := older.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/twin", Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := matchedPublisher(t, older, "/twin")
 	defer pub.Close()
-	testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
 	want := stagedMsg(30, 1000)
 	if err := pub.Publish(want); err != nil {
 		t.Fatal(err)
@@ -266,12 +262,8 @@ func TestThirdDaemonDialsTwins(t *testing.T) {
 
 	// The older publishes while refused: it keeps c's interest
 	// (PeerExpiry), so its message waits in its bridge subscription.
-	pub, err := older.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: "/twins", Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := matchedPublisher(t, older, "/twins")
 	defer pub.Close()
-	testutil.Eventually(t, 20*time.Second, "the older twin's bridge subscription matches", func() bool { return pub.Matched() > 0 })
 	waiting := stagedMsg(30, 1000)
 	if err := pub.Publish(waiting); err != nil {
 		t.Fatal(err)

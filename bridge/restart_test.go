@@ -196,14 +196,30 @@ func restartable(t *testing.T, deadAfter time.Duration, tune ...func(*Options)) 
 // sendFrom publishes, from a publisher of its own on a (closed after),
 // one message of each size on sub's topic once the bridge matched it, and
 // checks that sub gets each intact; seed numbers the messages' contents.
-func sendFrom(t *testing.T, a *Bridge, sub *zerocopy.Subscription, seed int, sizes ...int) {
+// matchedPublisher opens a reliable publisher of topic in a's domain and
+// waits until a's bridge subscription (a remote interest) matches it; the
+// caller closes it.
+func matchedPublisher(t *testing.T, a *Bridge, topic string) *zerocopy.Publisher {
 	t.Helper()
-	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: sub.Topic().Name(), Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
+	pub, err := a.Domain().NewPublisher(zerocopy.EndpointSpec{Topic: topic, Type: "std_msgs/msg/String", Node: "/t", QoS: reliable()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	matched := false
+	defer func() {
+		if !matched { // Eventually failed the test
+			pub.Close()
+		}
+	}()
+	testutil.Eventually(t, 20*time.Second, "the bridge subscription of "+topic+" matches", func() bool { return pub.Matched() > 0 })
+	matched = true
+	return pub
+}
+
+func sendFrom(t *testing.T, a *Bridge, sub *zerocopy.Subscription, seed int, sizes ...int) {
+	t.Helper()
+	pub := matchedPublisher(t, a, sub.Topic().Name())
 	defer pub.Close()
-	testutil.Eventually(t, 20*time.Second, "the bridge subscription matches", func() bool { return pub.Matched() > 0 })
 	for i, n := range sizes {
 		msg := stagedMsg(seed+i, n)
 		if err := pub.Publish(msg); err != nil {
